@@ -1,0 +1,1 @@
+"""Image backends: text-to-image generation and instruction editing."""
