@@ -1,0 +1,1 @@
+"""The stages. Each is a plain-Python class; ``forenset.flows.build.STAGES`` wires them."""

@@ -17,6 +17,7 @@ class EditRequest:
     seed: int
     mask: Image.Image | None = None
     item_id: str = ""
+    donor: Image.Image | None = None  # a second photo, for splicing edits
 
 
 @dataclass

@@ -1,0 +1,220 @@
+"""Offline generators: classical manipulations driven by the instruction, computed from the image.
+
+Each kind edits the instruction's ``change_bbox`` region: copy-move duplication, splicing from
+a donor photo, local planar warp, liquify deformation, inpainting removal, recolouring and
+local relighting. ``faults`` turns a generator into a *faulty* one that fails in known ways
+(edit missing, partial, off-target global change, strong artefacts) and says so in ``truth``,
+so Edit-Check can be measured against ground truth.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import cv2
+import numpy as np
+from PIL import Image
+
+from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
+from forenset.config import GeneratorConfig
+from forenset.seeds import rng_for
+
+HUES = {"red": 0, "orange": 15, "yellow": 28, "green": 60, "cyan": 90, "blue": 115, "purple": 140, "magenta": 160}
+FAULTS = ("missing", "partial", "offtarget", "artifacts")
+
+
+def box_px(b: list[float], w: int, h: int) -> tuple[int, int, int, int]:
+    x0, y0, x1, y1 = b
+    X0, Y0 = int(np.clip(round(x0 * w), 0, w - 2)), int(np.clip(round(y0 * h), 0, h - 2))
+    X1, Y1 = int(np.clip(round(x1 * w), X0 + 2, w)), int(np.clip(round(y1 * h), Y0 + 2, h))
+    return X0, Y0, X1, Y1
+
+
+def ellipse_mask(h: int, w: int, box: tuple[int, int, int, int], feather: float = 0.15) -> np.ndarray:
+    """A soft elliptical mask (float 0..1) filling the box."""
+    x0, y0, x1, y1 = box
+    m = np.zeros((h, w), np.float32)
+    center = (int(round((x0 + x1) / 2)), int(round((y0 + y1) / 2)))
+    axes = (max(1, (x1 - x0) // 2), max(1, (y1 - y0) // 2))
+    cv2.ellipse(m, center, axes, 0, 0, 360, 1.0, -1)
+    k = max(1.0, feather * min(x1 - x0, y1 - y0))
+    return np.clip(cv2.GaussianBlur(m, (0, 0), k), 0, 1)
+
+
+class OfflineEditor:
+    """One classical generator. ``name`` is the backend kind recorded in rows."""
+
+    name = "offline"
+
+    def __init__(self, cfg: GeneratorConfig):
+        self.cfg = cfg
+
+    # -- contract ------------------------------------------------------------
+    def generate(self, requests: list[GenerateRequest]) -> list[ImageResult]:
+        return [
+            ImageResult(None, "error", "the offline backend edits photos; it cannot generate from text", False)
+            for _ in requests
+        ]
+
+    def edit(self, requests: list[EditRequest]) -> list[ImageResult]:
+        return [self._edit_one(r) for r in requests]
+
+    # -- one edit ----------------------------------------------------------------
+    def _edit_one(self, req: EditRequest) -> ImageResult:
+        t0 = time.perf_counter()
+        rng = rng_for(req.seed, self.cfg.name)
+        img = np.asarray(req.image.convert("RGB")).astype(np.float32)
+        ins = req.instruction
+        fault = self._pick_fault(rng)
+        strength = self.cfg.strength
+        box = list(ins["change_bbox"])
+        if fault == "partial":
+            strength *= 0.15
+        if fault == "offtarget":
+            box = [1 - box[2], 1 - box[3], 1 - box[0], 1 - box[1]]  # the edit lands elsewhere
+        try:
+            out = self.apply(ins["kind"], img, box, ins, strength, rng, req.donor)
+        except (ValueError, cv2.error) as e:
+            return ImageResult(None, "error", f"{ins['kind']} failed: {e}", False, time.perf_counter() - t0)
+        if fault == "missing":
+            out = img + rng.normal(0, 0.6, img.shape).astype(np.float32)  # re-encoded, unedited
+        elif fault == "offtarget":
+            out = self._global_rewrite(out, rng)
+        elif fault == "artifacts":
+            out = self._artifacts(out, rng)
+        res = np.clip(out + 0.5, 0, 255).astype(np.uint8)
+        return ImageResult(
+            Image.fromarray(res),
+            latency_s=time.perf_counter() - t0,
+            model=self.cfg.model,
+            params={"kind": ins["kind"], "strength": strength, "inpaint": self.cfg.inpaint,
+                    "blend": self.cfg.blend, "box": box},
+            truth={"fault": fault or "none", "expected": "DISCARD" if fault else "KEEP"},
+        )
+
+    def _pick_fault(self, rng: np.random.Generator) -> str | None:
+        f = self.cfg.faults
+        u = rng.random()
+        acc = 0.0
+        for name in FAULTS:
+            acc += getattr(f, name)
+            if u < acc:
+                return name
+        return None
+
+    # -- manipulations -------------------------------------------------------------
+    def apply(self, kind: str, img: np.ndarray, box: list[float], ins: dict[str, Any],
+              strength: float, rng: np.random.Generator, donor: Image.Image | None) -> np.ndarray:
+        h, w = img.shape[:2]
+        B = box_px(box, w, h)
+        p = ins.get("params") or {}
+        if kind == "recolor":
+            return self.recolor(img, B, p.get("colour", "red"), strength)
+        if kind == "removal":
+            return self.remove(img, B, strength)
+        if kind == "copy_move":
+            src = box_px(ins["bbox"], w, h)
+            return self.paste(img, img[src[1]:src[3], src[0]:src[2]], B, strength)
+        if kind == "splice":
+            d = np.asarray((donor or Image.fromarray(img[:, ::-1].astype(np.uint8))).convert("RGB"))
+            db = p.get("donor_bbox", [0.3, 0.3, 0.7, 0.7])
+            dh, dw = d.shape[:2]
+            s = box_px(db, dw, dh)
+            return self.paste(img, d[s[1]:s[3], s[0]:s[2]].astype(np.float32), B, strength)
+        if kind == "local_warp":
+            return self.warp(img, B, strength, rng)
+        if kind == "liquify":
+            return self.liquify(img, B, strength, p.get("mode", "bulge"))
+        if kind == "lighting":
+            return self.relight(img, B, strength, float(p.get("gain", 0.45)))
+        raise ValueError(f"unknown edit kind {kind!r}")
+
+    def recolor(self, img: np.ndarray, B, colour: str, strength: float) -> np.ndarray:
+        u8 = np.clip(img, 0, 255).astype(np.uint8)
+        hsv = cv2.cvtColor(u8, cv2.COLOR_RGB2HSV).astype(np.float32)
+        hsv[..., 0] = HUES.get(colour, 0)
+        hsv[..., 1] = np.clip(np.maximum(hsv[..., 1], 150), 0, 255)
+        hsv[..., 2] = np.clip(np.maximum(hsv[..., 2], 90), 0, 255)
+        col = cv2.cvtColor(hsv.astype(np.uint8), cv2.COLOR_HSV2RGB).astype(np.float32)
+        m = ellipse_mask(*img.shape[:2], B)[..., None] * min(1.0, strength)
+        return img * (1 - m) + col * m
+
+    def remove(self, img: np.ndarray, B, strength: float) -> np.ndarray:
+        h, w = img.shape[:2]
+        m = (ellipse_mask(h, w, B, feather=0.02) > 0.3).astype(np.uint8) * 255
+        flag = cv2.INPAINT_TELEA if self.cfg.inpaint == "telea" else cv2.INPAINT_NS
+        # inpaint at reduced size for speed, then upsample only the filled area
+        scale = min(1.0, 256 / max(h, w))
+        small = cv2.resize(np.clip(img, 0, 255).astype(np.uint8), None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        sm = cv2.resize(m, (small.shape[1], small.shape[0]), interpolation=cv2.INTER_NEAREST)
+        filled = cv2.inpaint(small, sm, 5, flag)
+        filled = cv2.resize(filled, (w, h), interpolation=cv2.INTER_CUBIC).astype(np.float32)
+        a = ellipse_mask(h, w, B, feather=0.08)[..., None] * min(1.0, strength)
+        return img * (1 - a) + filled * a
+
+    def paste(self, img: np.ndarray, patch: np.ndarray, B, strength: float) -> np.ndarray:
+        x0, y0, x1, y1 = B
+        patch = cv2.resize(np.ascontiguousarray(patch), (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+        if self.cfg.blend == "poisson" and min(x1 - x0, y1 - y0) > 8:
+            h, w = img.shape[:2]
+            mask = np.zeros(patch.shape[:2], np.uint8)
+            axes = (max(1, int((x1 - x0) * 0.45)), max(1, int((y1 - y0) * 0.45)))
+            cv2.ellipse(mask, ((x1 - x0) // 2, (y1 - y0) // 2), axes, 0, 0, 360, 255, -1)
+            center = ((x0 + x1) // 2, (y0 + y1) // 2)
+            dst = np.clip(img, 0, 255).astype(np.uint8)
+            out = cv2.seamlessClone(np.clip(patch, 0, 255).astype(np.uint8), dst, mask, center, cv2.NORMAL_CLONE)
+            return out.astype(np.float32)
+        out = img.copy()
+        m = ellipse_mask(y1 - y0, x1 - x0, (0, 0, x1 - x0, y1 - y0), feather=0.1)[..., None] * min(1.0, strength)
+        out[y0:y1, x0:x1] = img[y0:y1, x0:x1] * (1 - m) + patch * m
+        return out
+
+    def warp(self, img: np.ndarray, B, strength: float, rng: np.random.Generator) -> np.ndarray:
+        x0, y0, x1, y1 = B
+        bw, bh = x1 - x0, y1 - y0
+        src = np.float32([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
+        jit = rng.uniform(-0.18, 0.18, (4, 2)) * np.array([bw, bh]) * strength
+        dst = (src + jit).astype(np.float32)
+        M = cv2.getPerspectiveTransform(src, dst)
+        h, w = img.shape[:2]
+        warped = cv2.warpPerspective(img, M, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+        m = ellipse_mask(h, w, B, feather=0.12)[..., None]
+        return img * (1 - m) + warped * m
+
+    def liquify(self, img: np.ndarray, B, strength: float, mode: str) -> np.ndarray:
+        x0, y0, x1, y1 = B
+        h, w = img.shape[:2]
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        rx, ry = max(2, (x1 - x0) / 2), max(2, (y1 - y0) / 2)
+        yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+        dx, dy = (xx - cx) / rx, (yy - cy) / ry
+        r2 = dx * dx + dy * dy
+        k = 0.55 * min(1.5, strength) * np.exp(-r2 * 2.0)
+        k = k if mode == "bulge" else -k
+        mapx = cx + (xx - cx) * (1 - k)
+        mapy = cy + (yy - cy) * (1 - k)
+        return cv2.remap(img, mapx, mapy, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+
+    def relight(self, img: np.ndarray, B, strength: float, gain: float) -> np.ndarray:
+        h, w = img.shape[:2]
+        m = ellipse_mask(h, w, B, feather=0.35)[..., None]
+        factor = 1 + gain * min(1.5, strength) * m
+        return img * factor + (25 * gain * m if gain > 0 else 0)
+
+    # -- injected faults -----------------------------------------------------------
+    def _global_rewrite(self, img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A scene-wide rewrite: tone curve + colour cast + slight geometric drift."""
+        gamma = rng.choice([0.6, 1.6])
+        cast = rng.uniform(-30, 30, 3).astype(np.float32)
+        out = 255 * (np.clip(img, 0, 255) / 255) ** gamma + cast
+        h, w = img.shape[:2]
+        M = np.float32([[1.02, 0, -w * 0.01], [0, 1.02, -h * 0.01]])
+        return cv2.warpAffine(out, M, (w, h), borderMode=cv2.BORDER_REFLECT)
+
+    def _artifacts(self, img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Strong generator artefacts: blocking from a very low JPEG quality plus grain."""
+        u8 = np.clip(img, 0, 255).astype(np.uint8)
+        ok, enc = cv2.imencode(".jpg", u8[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, 4])
+        out = cv2.imdecode(enc, cv2.IMREAD_COLOR)[..., ::-1].astype(np.float32)
+        return out + rng.normal(0, 14, img.shape).astype(np.float32)

@@ -1,0 +1,215 @@
+"""Build configuration: YAML validated by pydantic. Unknown keys are errors, named in one sentence."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "examples" / "demo.yaml"
+
+
+class ConfigError(ValueError):
+    """A user-facing configuration problem; its message is one sentence."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class RunnerConfig(Strict):
+    """Where a stage's shard tasks run. threads suit API-bound stages, processes CPU-bound ones."""
+
+    kind: Literal["threads", "processes", "dask"] = "threads"
+    max_workers: int = Field(4, ge=1, le=512)
+    address: str | None = None  # dask scheduler address; None starts a LocalCluster
+
+
+class SourcesConfig(Strict):
+    samples: Literal["all", "none"] | list[str] = "all"
+    folders: list[str] = []
+    csv: list[str] = []  # CSV with columns path[,caption,license]
+    extensions: list[str] = [".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp", ".gif"]
+    max_side: int = Field(512, ge=16, le=8192)  # normalised images are capped to this side
+    max_pixels: int = Field(40_000_000, ge=1024)  # larger headers are refused (decompression bombs)
+    max_file_mb: float = Field(64, gt=0)
+
+
+class ModelStageConfig(Strict):
+    backend: Literal["offline"] = "offline"
+
+
+class CaptionsConfig(ModelStageConfig):
+    keep_manifest: bool = True  # captions shipped with the source are kept (caption_source='manifest')
+
+
+class InstructionsConfig(ModelStageConfig):
+    min_edits: int = Field(2, ge=1, le=8)
+    max_edits: int = Field(3, ge=1, le=8)
+    kinds: dict[str, float] = {
+        "copy_move": 1.0,
+        "removal": 1.0,
+        "recolor": 1.0,
+        "local_warp": 1.0,
+        "liquify": 1.0,
+        "splice": 1.0,
+        "lighting": 1.0,
+    }
+
+    @model_validator(mode="after")
+    def _range(self) -> InstructionsConfig:
+        if self.min_edits > self.max_edits:
+            raise ValueError("min_edits must not exceed max_edits")
+        return self
+
+
+class FaultRates(Strict):
+    """Faulty-generator mode: the share of edits that fail in a known way (ground truth kept)."""
+
+    missing: float = Field(0.0, ge=0, le=1)
+    partial: float = Field(0.0, ge=0, le=1)
+    offtarget: float = Field(0.0, ge=0, le=1)
+    artifacts: float = Field(0.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sum(self) -> FaultRates:
+        if self.missing + self.partial + self.offtarget + self.artifacts > 1.0 + 1e-9:
+            raise ValueError("fault rates must sum to at most 1")
+        return self
+
+
+class GeneratorConfig(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
+    backend: Literal["offline"] = "offline"
+    family: str = "classical"
+    model: str = "opencv"
+    inpaint: Literal["telea", "ns"] = "telea"
+    blend: Literal["feather", "poisson"] = "feather"
+    strength: float = Field(1.0, gt=0, le=3)
+    faults: FaultRates = FaultRates()
+
+
+class DiffsConfig(ModelStageConfig):
+    threshold: float = Field(0.08, gt=0, lt=1)  # per-pixel |Δ| (0..1) counted as a change
+    min_region_frac: float = Field(0.0015, ge=0, lt=1)  # smaller connected regions are noise
+    max_regions: int = Field(8, ge=1, le=64)
+
+
+class JudgmentsConfig(ModelStageConfig):
+    rule_version: str = "rules-v1"
+    keep_score: float = Field(0.6, ge=0, le=1)
+    borderline_score: float = Field(0.35, ge=0, le=1)
+    offtarget_dominance: float = Field(1.0, gt=0)  # off/in ratio above which off-target dominates
+    max_offtarget_frac: float = Field(0.06, ge=0, le=1)
+    borderline_policy: Literal["keep", "drop", "review"] = "drop"
+
+
+class SplitsConfig(Strict):
+    fractions: dict[Literal["train", "validation", "test"], float] = {
+        "train": 0.6,
+        "validation": 0.2,
+        "test": 0.2,
+    }
+    holdout_families: list[str] = []  # generator families seen only in test
+    include_reals: bool = True
+
+    @field_validator("fractions")
+    @classmethod
+    def _fractions(cls, v: dict[str, float]) -> dict[str, float]:
+        if abs(sum(v.values()) - 1.0) > 1e-6 or any(x < 0 for x in v.values()):
+            raise ValueError("split fractions must be non-negative and sum to 1")
+        return v
+
+
+class PerturbationsStageConfig(Strict):
+    variants: int = Field(1, ge=0, le=16)  # perturbed copies per sample
+    ops: list[str] = []  # empty: the whole catalogue admitted by each split
+
+
+class ExplanationsConfig(ModelStageConfig):
+    min_words: int = Field(12, ge=1)
+    max_words: dict[str, int] = {"complex": 160, "simple": 45, "authenticity": 140}
+
+
+class ExportConfig(Strict):
+    formats: list[Literal["parquet"]] = ["parquet"]
+
+
+class BuildConfig(Strict):
+    seed: int = 0
+    run_dir: str = "runs/demo"
+    shard_size: int = Field(256, ge=1, le=1_000_000)
+    sources: SourcesConfig = SourcesConfig()
+    captions: CaptionsConfig = CaptionsConfig()
+    instructions: InstructionsConfig = InstructionsConfig()
+    generators: list[GeneratorConfig] = [GeneratorConfig(name="cv-telea")]
+    diffs: DiffsConfig = DiffsConfig()
+    judgments: JudgmentsConfig = JudgmentsConfig()
+    splits: SplitsConfig = SplitsConfig()
+    perturbations: PerturbationsStageConfig = PerturbationsStageConfig()
+    explanations: ExplanationsConfig = ExplanationsConfig()
+    export: ExportConfig = ExportConfig()
+    runners: dict[str, RunnerConfig] = {"default": RunnerConfig()}
+
+    @model_validator(mode="after")
+    def _unique_generators(self) -> BuildConfig:
+        names = [g.name for g in self.generators]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"generator names must be unique (repeated: {', '.join(sorted(dup))})")
+        return self
+
+    def runner_for(self, stage: str) -> RunnerConfig:
+        return self.runners.get(stage) or self.runners.get("default") or RunnerConfig()
+
+    def resolved(self) -> dict[str, Any]:
+        """The fully defaulted config as plain data (what is saved and hashed)."""
+        return self.model_dump(mode="json")
+
+    def config_hash(self) -> str:
+        doc = json.dumps(self.resolved(), sort_keys=True)
+        return hashlib.blake2b(doc.encode(), digest_size=12).hexdigest()
+
+
+def _loc(err: dict[str, Any]) -> str:
+    return ".".join(str(p) for p in err.get("loc", ()) if not str(p).startswith("function-"))
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    """One sentence naming the offending key (the first error; the count of others)."""
+    errs = exc.errors()
+    e = errs[0]
+    key = _loc(e) or "(top level)"
+    if e.get("type") == "extra_forbidden":
+        msg = f"unknown key '{key}'"
+    else:
+        text = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
+        msg = f"bad value for '{key}': {text}"
+    more = f" (and {len(errs) - 1} more problem{'s' if len(errs) > 2 else ''})" if len(errs) > 1 else ""
+    return f"Invalid config {source}: {msg}{more}."
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> BuildConfig:
+    """Load YAML (the demo config when ``path`` is None) and validate it."""
+    p = Path(path) if path else DEFAULT_CONFIG
+    if not p.exists():
+        raise ConfigError(f"Config file {p} does not exist.")
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"Config file {p} is not valid YAML ({str(e).splitlines()[0]}).") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"Config file {p} must hold a mapping at the top level.")
+    data.update(overrides or {})
+    return validate_config(data, str(p))
+
+
+def validate_config(data: dict[str, Any], source: str = "<dict>") -> BuildConfig:
+    try:
+        return BuildConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, source)) from None

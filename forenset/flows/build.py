@@ -1,0 +1,285 @@
+"""The build: a dynamic, pipelined DAG of shard tasks, wired from the stage classes.
+
+Each stage is planned from committed upstream shards as soon as they exist, so a shard of
+stage B starts when its input shard of stage A is done — no whole-stage barrier. A shard whose
+committed file has the same fingerprint and the same input content is skipped without a task.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from forenset.config import BuildConfig, RunnerConfig
+from forenset.store.run_store import RunStore, ShardInfo
+from forenset.tasks.base import ShardSpec, Stage, StageContext
+from forenset.tasks.candidates import Candidates
+from forenset.tasks.captions import Captions
+from forenset.tasks.diffs import Diffs
+from forenset.tasks.explain import Explanations
+from forenset.tasks.instructions import Instructions
+from forenset.tasks.judgments import Judgments
+from forenset.tasks.perturb import Perturbations
+from forenset.tasks.runner import context_for, execute_shard
+from forenset.tasks.sources import Sources
+from forenset.tasks.splits import Splits
+
+# The DAG, in topological order: adding a stage is one line here.
+STAGES: list[type[Stage]] = [
+    Sources,
+    Captions,
+    Instructions,
+    Candidates,
+    Diffs,
+    Judgments,
+    Splits,
+    Perturbations,
+    Explanations,
+]
+STAGE_BY_NAME = {s.name: s for s in STAGES}
+TABLES = [s.name for s in STAGES] + ["scenarios", "prompts"]
+
+
+@dataclass
+class StageStats:
+    planned: int = 0
+    run: int = 0
+    skipped: int = 0
+    failed: int = 0
+    rows: int = 0
+    ok: int = 0
+    error: int = 0
+    kept: int = 0
+    discarded: int = 0
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+
+def shard_valid(existing: ShardInfo | None, spec: ShardSpec, retry_errors: bool) -> bool:
+    if existing is None or existing.fingerprint != spec.fingerprint:
+        return False
+    if existing.inputs != spec.input_ids():
+        return False
+    if existing.counts.get("retryable", 0) > 0 or (retry_errors and existing.counts.get("error", 0)):
+        return False
+    return True
+
+
+class Scheduler:
+    """Walks the DAG. ``submit(stage_name, spec) -> concurrent.futures.Future[dict]`` runs a shard."""
+
+    def __init__(
+        self,
+        ctx: StageContext,
+        submit: Callable[[str, ShardSpec], Any],
+        *,
+        retry_errors: bool = False,
+        on_event: Callable[[str, str, StageStats], None] | None = None,
+        stages: list[type[Stage]] | None = None,
+    ):
+        self.ctx = ctx
+        self.store: RunStore = ctx.store
+        self.submit = submit
+        self.retry_errors = retry_errors
+        self.on_event = on_event or (lambda *a: None)
+        self.stage_types = stages or STAGES
+        self.stages = {s.name: s(ctx) for s in self.stage_types}
+        self.children: dict[str, list[Stage]] = defaultdict(list)
+        for s in self.stages.values():
+            for up in s.inputs:
+                self.children[up].append(s)
+        self.stats = {name: StageStats() for name in self.stages}
+        self.done: dict[str, list[ShardInfo]] = defaultdict(list)
+        self.inflight: dict[Any, tuple[ShardSpec, float]] = {}
+        self._last_state = 0.0
+
+    # -- walking -----------------------------------------------------------------
+    def offer(self, spec: ShardSpec) -> None:
+        st = self.stats[spec.stage]
+        st.planned += 1
+        existing = self.store.shard_info(spec.stage, spec.shard_id, spec.partition)
+        if shard_valid(existing, spec, self.retry_errors):
+            st.skipped += 1
+            self.completed(spec, existing, ran=False)
+            return
+        fut = self.submit(spec.stage, spec)
+        self.inflight[fut] = (spec, time.perf_counter())
+        self.on_event("planned", spec.stage, st)
+
+    def completed(self, spec: ShardSpec, info: ShardInfo, ran: bool) -> None:
+        st = self.stats[spec.stage]
+        self.done[spec.stage].append(info)
+        st.rows += info.rows
+        for k in ("ok", "error", "kept", "discarded"):
+            setattr(st, k, getattr(st, k) + info.counts.get(k, 0))
+        if ran:
+            st.run += 1
+        self.on_event("done", spec.stage, st)
+        for child in self.children[spec.stage]:
+            for s in child.plan(info):
+                self.offer(s)
+
+    def run(self) -> dict[str, StageStats]:
+        self.write_state("running")
+        for s in self.stages.values():
+            if not s.inputs:
+                for spec in s.plan_sources():
+                    self.offer(spec)
+        while self.inflight:
+            futs = list(self.inflight)
+            finished = wait_any(futs)
+            for fut in finished:
+                spec, t0 = self.inflight.pop(fut)
+                st = self.stats[spec.stage]
+                st.seconds += time.perf_counter() - t0
+                try:
+                    info = ShardInfo(**result_of(fut))
+                except Exception as e:  # noqa: BLE001 - a failed shard is reported, the rest goes on
+                    st.failed += 1
+                    st.failures.append(f"{spec.key()}: {type(e).__name__}: {e}")
+                    self.on_event("failed", spec.stage, st)
+                    continue
+                self.completed(spec, info, ran=True)
+            if time.monotonic() - self._last_state > 2:
+                self.write_state("running")
+        self.write_manifests()
+        failed = any(s.failed for s in self.stats.values())
+        self.write_state("failed" if failed else "complete")
+        return self.stats
+
+    # -- records -----------------------------------------------------------------
+    def write_manifests(self) -> None:
+        for name in self.stages:
+            infos = sorted(self.done.get(name, []), key=lambda i: i.path)
+            self.store.write_manifest(name, infos, {"config_hash": self.ctx.config.config_hash()})
+
+    def write_state(self, status: str) -> None:
+        self._last_state = time.monotonic()
+        self.store.write_json(
+            "state.json",
+            {
+                "status": status,
+                "config_hash": self.ctx.config.config_hash(),
+                "time": time.time(),
+                "stages": {
+                    n: {"planned": s.planned, "done": s.run + s.skipped, "failed": s.failed,
+                        "inflight": sum(1 for sp, _ in self.inflight.values() if sp.stage == n)}
+                    for n, s in self.stats.items()
+                },
+            },
+        )
+
+
+def wait_any(futs: list[Any]) -> list[Any]:
+    """Block until at least one future is done (Prefect concurrent futures or plain ones)."""
+    wrapped = {getattr(f, "wrapped_future", f): f for f in futs}
+    if all(isinstance(w, cf.Future) for w in wrapped):
+        done, _ = cf.wait(list(wrapped), return_when=cf.FIRST_COMPLETED)
+        return [wrapped[d] for d in done]
+    while True:  # other future kinds (Dask...): poll
+        ready = [f for f in futs if _is_done(f)]
+        if ready:
+            return ready
+        time.sleep(0.02)
+
+
+def _is_done(f: Any) -> bool:
+    if hasattr(f, "state"):
+        return f.state.is_final()
+    return bool(f.done())
+
+
+def result_of(fut: Any) -> dict[str, Any]:
+    if hasattr(fut, "result") and hasattr(fut, "task_run_id"):
+        return fut.result(raise_on_failure=True)
+    return fut.result()
+
+
+# -- Prefect wiring ----------------------------------------------------------------------
+
+
+def _shard_task_fn(stage_name: str, spec: dict[str, Any], run_uri: str, config: dict[str, Any]) -> dict[str, Any]:
+    ctx = context_for(run_uri, config)
+    stage = STAGE_BY_NAME[stage_name](ctx)
+    return execute_shard(stage, ShardSpec.from_json(spec)).to_json()
+
+
+def make_runner(rc: RunnerConfig):
+    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+
+    if rc.kind == "threads":
+        return ThreadPoolTaskRunner(max_workers=rc.max_workers)
+    if rc.kind == "processes":
+        return ProcessPoolTaskRunner(max_workers=rc.max_workers)
+    from prefect_dask import DaskTaskRunner  # optional extra
+
+    if rc.address:
+        return DaskTaskRunner(address=rc.address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": rc.max_workers, "threads_per_worker": 1})
+
+
+_EVENT_SINK: dict[str, Callable[[str, str, StageStats], None] | None] = {"fn": None}
+
+
+def build_flow_fn(run_uri: str, config: dict[str, Any], retry_errors: bool = False) -> dict[str, Any]:
+    """Body of the Prefect flow: one shard task per pending shard, on each stage's runner."""
+    from contextlib import ExitStack
+
+    from prefect import task
+    from prefect.cache_policies import NO_CACHE
+
+    cfg = BuildConfig.model_validate(config)
+    ctx = context_for(run_uri, cfg)
+    shard_task = task(_shard_task_fn, name="shard", cache_policy=NO_CACHE, persist_result=False, retries=0)
+    tasks = {
+        s.name: shard_task.with_options(name=s.name, tags=[f"forenset:{s.name}"]) for s in STAGES
+    }
+    with ExitStack() as stack:
+        runners: dict[str, Any] = {}
+        by_cfg: dict[str, Any] = {}
+        for s in STAGES:
+            rc = cfg.runner_for(s.name)
+            key = rc.model_dump_json()
+            if key not in by_cfg:
+                by_cfg[key] = stack.enter_context(make_runner(rc))
+            runners[s.name] = by_cfg[key]
+
+        def submit(stage_name: str, spec: ShardSpec):
+            t = tasks[stage_name].with_options(task_run_name=f"{stage_name}:{spec.shard_id}")
+            return runners[stage_name].submit(
+                t, parameters={"stage_name": stage_name, "spec": spec.to_json(), "run_uri": run_uri, "config": config}
+            )
+
+        stats = Scheduler(ctx, submit, retry_errors=retry_errors, on_event=_EVENT_SINK["fn"]).run()
+    from forenset.tasks.export import export_dataset
+
+    export = export_dataset(ctx.store, cfg)
+    return {"stages": {k: vars(v) for k, v in stats.items()}, "export": export}
+
+
+def run_build(run_uri: str, cfg: BuildConfig, *, retry_errors: bool = False,
+              on_event: Callable[[str, str, StageStats], None] | None = None) -> dict[str, Any]:
+    """Run the build as a Prefect flow (ephemeral API unless PREFECT_API_URL is set)."""
+    from prefect import flow
+
+    store = RunStore(run_uri)
+    store.acquire_lock()
+    try:
+        store.write_bytes_atomic("config.yaml", _yaml(cfg.resolved()).encode())
+        store.write_bytes_atomic("config_hash.txt", (cfg.config_hash() + "\n").encode())
+        f = flow(build_flow_fn, name="forenset-build", log_prints=False, validate_parameters=False)
+        _EVENT_SINK["fn"] = on_event  # callbacks are not flow parameters (those are recorded as JSON)
+        return f(run_uri, cfg.resolved(), retry_errors)
+    finally:
+        _EVENT_SINK["fn"] = None
+        store.release_lock()
+
+
+def _yaml(d: dict[str, Any]) -> str:
+    import yaml
+
+    return yaml.safe_dump(d, sort_keys=False)

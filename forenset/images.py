@@ -1,0 +1,106 @@
+"""Image decoding, normalisation and encoding shared by all stages."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+
+class BadImage(ValueError):
+    """The bytes are not an image we can use; the message says why, in one sentence."""
+
+
+@dataclass
+class Normalised:
+    image: Image.Image  # RGB
+    orig_width: int
+    orig_height: int
+    orig_mode: str
+    orig_format: str
+    steps: list[str] = field(default_factory=list)
+
+
+def normalise(data: bytes, *, max_side: int, max_pixels: int) -> Normalised:
+    """Decode and normalise: EXIF transpose, 8-bit RGB (alpha on white), longest side <= max_side."""
+    if not data:
+        raise BadImage("empty file (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+            w, h = im.size
+            if w * h > max_pixels:
+                raise BadImage(
+                    f"image header declares {w}x{h} = {w * h} pixels, over the {max_pixels} limit "
+                    "(possible decompression bomb)"
+                )
+            fmt, mode = im.format or "unknown", im.mode
+            im.load()
+    except BadImage:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise BadImage(f"refused as a decompression bomb ({e})") from None
+    except UnidentifiedImageError:
+        raise BadImage("not a recognised image format") from None
+    except (OSError, SyntaxError, ValueError) as e:
+        raise BadImage(f"truncated or corrupt image data ({e})") from None
+    steps: list[str] = []
+    if getattr(im, "n_frames", 1) > 1:
+        im.seek(0)
+        steps.append("first_frame")
+    t = ImageOps.exif_transpose(im)
+    if t is not None and t.size != im.size or (t is not None and t is not im):
+        orient = im.getexif().get(0x0112, 1)
+        if orient not in (None, 1):
+            steps.append(f"exif_transpose({orient})")
+        im = t
+    im = to_rgb8(im, steps)
+    if max(im.size) > max_side:
+        scale = max_side / max(im.size)
+        im = im.resize(
+            (max(1, round(im.width * scale)), max(1, round(im.height * scale))), Image.LANCZOS
+        )
+        steps.append(f"resize_to_{im.width}x{im.height}")
+    return Normalised(im, w, h, mode, fmt, steps)
+
+
+def to_rgb8(im: Image.Image, steps: list[str]) -> Image.Image:
+    mode = im.mode
+    if mode == "RGB":
+        return im
+    if mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        a = np.asarray(im, dtype=np.float64)
+        hi = 65535.0 if mode.startswith("I;16") or a.max() > 255 else 255.0
+        a = np.clip(a / hi * 255.0 + 0.5, 0, 255).astype(np.uint8)
+        steps.append(f"{mode}_to_8bit")
+        return Image.fromarray(np.stack([a] * 3, -1), "RGB")
+    if mode in ("RGBA", "LA", "PA") or (mode == "P" and "transparency" in im.info):
+        rgba = im.convert("RGBA")
+        bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        steps.append("alpha_on_white")
+        return Image.alpha_composite(bg, rgba).convert("RGB")
+    if mode == "CMYK":
+        steps.append("cmyk_to_rgb")
+    elif mode in ("L", "1"):
+        steps.append("grey_to_rgb")
+    else:
+        steps.append(f"{mode}_to_rgb")
+    return im.convert("RGB")
+
+
+def encode_png(img: Image.Image | np.ndarray) -> bytes:
+    if isinstance(img, np.ndarray):
+        img = Image.fromarray(img)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=3)
+    return buf.getvalue()
+
+
+def decode_rgb(data: bytes) -> np.ndarray:
+    """Bytes of a stored (already normalised) blob -> uint8 HxWx3."""
+    with Image.open(io.BytesIO(data)) as im:
+        return np.asarray(im.convert("RGB"))

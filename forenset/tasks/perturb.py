@@ -1,0 +1,39 @@
+"""perturbations: per-split robustness variants with their op list, params, seed and PSNR/SSIM."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from forenset.images import decode_rgb, encode_png
+from forenset.perturbations import PerturbationConfig, perturb_image, quality
+from forenset.schemas.perturbations import SCHEMA
+from forenset.seeds import derive_seed
+from forenset.tasks.base import RowStage, ShardSpec
+from forenset.tasks.splits import SplitPartitioned
+
+
+class Perturbations(SplitPartitioned, RowStage):
+    name = "perturbations"
+    version = "1"
+    input_columns = ("sample_id", "label", "split", "blob")
+    output_schema = SCHEMA
+    key = "perturbation_id"
+
+    def stage_config(self) -> dict[str, Any]:
+        return self.ctx.config.perturbations.model_dump(mode="json")
+
+    def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
+        c = self.ctx.config.perturbations
+        pcfg = PerturbationConfig()
+        clean = decode_rgb(self.ctx.store.get_blob(row["blob"]))
+        for v in range(c.variants):
+            seed = derive_seed(self.ctx.seed, self.name, row["split"], row["sample_id"], v)
+            out, rec = perturb_image(clean, split=row["split"], seed=seed, config=pcfg)
+            q = quality(clean, out)
+            yield {"perturbation_id": f"{row['sample_id']}-p{v}", "sample_id": row["sample_id"],
+                   "label": row["label"], "split": row["split"], "variant": v, "clean_blob": row["blob"],
+                   "blob": self.ctx.store.put_blob(encode_png(out)), "schedule": rec["schedule"],
+                   "ops": json.dumps(rec["ops"], sort_keys=True), "op_names": [o["name"] for o in rec["ops"]],
+                   "psnr": q["psnr"], "ssim": q["ssim"], "seed": seed, "backend": "offline",
+                   "model": "perturbation-catalogue"}

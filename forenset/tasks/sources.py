@@ -1,0 +1,189 @@
+"""sources: list the real photographs, hash them, normalise them into the blob store."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from forenset.images import BadImage, encode_png, normalise
+from forenset.schemas.sources import SCHEMA
+from forenset.tasks.base import RowStage, ShardSpec, StageRowError, dumps
+
+SAMPLES_FILE = Path(__file__).resolve().parent.parent / "data" / "samples.yaml"
+
+
+@lru_cache(maxsize=1)
+def sample_manifest() -> list[dict[str, Any]]:
+    return yaml.safe_load(SAMPLES_FILE.read_text())
+
+
+def load_sample_bytes(loader: str) -> bytes:
+    """Bytes of a photo shipped inside scikit-image or scikit-learn."""
+    pkg, name = loader.split(".", 1)
+    if pkg == "skimage":
+        import skimage.data
+
+        arr = getattr(skimage.data, name)()
+        if isinstance(arr, tuple):
+            arr = arr[0]
+        if arr.ndim == 2:
+            arr = np.stack([arr] * 3, -1)
+        return encode_png(arr[..., :3].astype(np.uint8))
+    if pkg == "sklearn":
+        import sklearn.datasets
+
+        path = Path(sklearn.datasets.__file__).parent / "images" / name
+        return path.read_bytes()
+    raise ValueError(f"unknown sample loader {loader!r}")
+
+
+class Sources(RowStage):
+    name = "sources"
+    version = "1"
+    output_schema = SCHEMA
+    key = "image_id"
+
+    def stage_config(self) -> dict[str, Any]:
+        c = self.ctx.config.sources
+        return {"max_side": c.max_side, "max_pixels": c.max_pixels, "max_file_mb": c.max_file_mb}
+
+    # -- listing -------------------------------------------------------------
+    def list_items(self) -> list[dict[str, Any]]:
+        c = self.ctx.config.sources
+        items: list[dict[str, Any]] = []
+        wanted = c.samples
+        for s in sample_manifest():
+            if wanted == "all" or (isinstance(wanted, list) and s["name"] in wanted):
+                items.append(
+                    {
+                        "source": "sample",
+                        "name": s["name"],
+                        "uri": f"sample://{s['loader']}",
+                        "caption": s.get("caption"),
+                        "entities": s.get("entities", []),
+                        "license": s.get("license"),
+                    }
+                )
+        if isinstance(wanted, list):
+            known = {s["name"] for s in sample_manifest()}
+            missing = [w for w in wanted if w not in known]
+            if missing:
+                raise ValueError(f"unknown sample photo(s): {', '.join(missing)}")
+        exts = {e.lower() for e in c.extensions}
+        for folder in c.folders:
+            root = Path(folder)
+            if not root.is_dir():
+                raise FileNotFoundError(f"source folder {folder} does not exist")
+            for p in sorted(root.rglob("*")):
+                if p.is_file() and (p.suffix.lower() in exts or not p.suffix):
+                    items.append({"source": "folder", "name": p.name, "uri": str(p)})
+        for table in c.csv:
+            base = Path(table).parent
+            with open(table, newline="") as f:
+                for rec in csv.DictReader(f):
+                    path = Path(rec["path"])
+                    path = path if path.is_absolute() else base / path
+                    items.append(
+                        {
+                            "source": "csv",
+                            "name": path.name,
+                            "uri": str(path),
+                            "caption": rec.get("caption") or None,
+                            "license": rec.get("license") or None,
+                        }
+                    )
+        return items
+
+    def read_item(self, item: dict[str, Any]) -> bytes:
+        uri = item["uri"]
+        if uri.startswith("sample://"):
+            return load_sample_bytes(uri.removeprefix("sample://"))
+        limit = int(self.ctx.config.sources.max_file_mb * 1024 * 1024)
+        p = Path(uri)
+        if p.stat().st_size > limit:
+            raise StageRowError(f"file is larger than max_file_mb ({p.stat().st_size} bytes)")
+        return p.read_bytes()
+
+    def plan_sources(self) -> list[ShardSpec]:
+        """Hash every item up front so ids are content based and duplicates are found globally."""
+        items = self.list_items()
+        seen: dict[str, str] = {}
+        for it in items:
+            try:
+                data = self.read_item(it)
+                sha = hashlib.sha256(data).hexdigest()
+            except (OSError, StageRowError) as e:
+                sha = hashlib.sha256(f"unreadable:{it['uri']}".encode()).hexdigest()
+                it["read_error"] = str(e)
+            it["sha256"] = sha
+            it["image_id"] = f"img-{sha[:16]}"
+            if sha in seen:
+                it["duplicate_of"] = seen[sha]
+            else:
+                seen[sha] = it["image_id"]
+        size = self.ctx.config.shard_size
+        specs = []
+        for n, start in enumerate(range(0, len(items), size)):
+            chunk = items[start : start + size]
+            specs.append(self.spec(f"shard-{n:05d}", {}, [], {"items": chunk}))
+        return specs
+
+    def read_inputs(self, shard: ShardSpec) -> Any:
+        import pyarrow as pa
+
+        return pa.Table.from_pylist([{"item": dumps(i)} for i in shard.params["items"]])
+
+    # -- processing ------------------------------------------------------------
+    def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
+        import json
+
+        it = json.loads(row["item"]) if "item" in row else row
+        base = {
+            "image_id": it["image_id"],
+            "source": it["source"],
+            "name": it["name"],
+            "uri": it["uri"],
+            "sha256": it["sha256"],
+            "license": it.get("license"),
+            "caption": it.get("caption"),
+            "entities": dumps(it.get("entities") or []),
+            "backend": "offline",
+            "model": "pillow",
+        }
+        if it.get("read_error"):
+            raise StageRowError(f"cannot read {it['uri']}: {it['read_error']}")
+        if it.get("duplicate_of"):
+            raise StageRowError(f"duplicate of {it['duplicate_of']} (identical bytes)")
+        data = self.read_item(it)
+        c = self.ctx.config.sources
+        try:
+            n = normalise(data, max_side=c.max_side, max_pixels=c.max_pixels)
+        except BadImage as e:
+            raise StageRowError(f"{it['name']}: {e}") from None
+        blob = self.ctx.store.put_blob(encode_png(n.image))
+        yield {
+            **base,
+            "blob": blob,
+            "width": n.image.width,
+            "height": n.image.height,
+            "orig_width": n.orig_width,
+            "orig_height": n.orig_height,
+            "orig_mode": n.orig_mode,
+            "orig_format": n.orig_format,
+            "normalisations": n.steps,
+        }
+
+    def error_row(self, row: dict[str, Any], message: str, retryable: bool) -> dict[str, Any]:
+        import json
+
+        it = json.loads(row["item"])
+        keep = {k: it.get(k) for k in ("image_id", "source", "name", "uri", "sha256", "license")}
+        return {**keep, "status": "error", "error": message, "retryable": retryable,
+                "backend": "offline", "model": "pillow"}
+
