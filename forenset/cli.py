@@ -14,8 +14,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Build datasets for explainable AI-generated image detection.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Build datasets for explainable AI-generated image detection.",
+)
 console = Console(width=None if sys.stdout.isatty() else 150)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 150)
 
@@ -33,9 +36,15 @@ def _quiet_prefect() -> None:
 
 @app.command()
 def build(
-    config: Annotated[Path | None, typer.Argument(help="Build config YAML (default: examples/demo.yaml).")] = None,
-    run_dir: Annotated[str | None, typer.Option("--run-dir", help="Run directory or fsspec URI.")] = None,
-    retry_errors: Annotated[bool, typer.Option(help="Also retry rows that failed terminally.")] = False,
+    config: Annotated[
+        Path | None, typer.Argument(help="Build config YAML (default: examples/demo.yaml).")
+    ] = None,
+    run_dir: Annotated[
+        str | None, typer.Option("--run-dir", help="Run directory or fsspec URI.")
+    ] = None,
+    retry_errors: Annotated[
+        bool, typer.Option(help="Also retry rows that failed terminally.")
+    ] = False,
 ) -> None:
     """Run the build DAG (resumes: finished shards are skipped)."""
     _quiet_prefect()
@@ -50,14 +59,24 @@ def build(
     from forenset.flows.build import STAGES, run_build
 
     t0 = time.perf_counter()
-    with Progress(TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[note]}"), TimeElapsedColumn(), console=console,
-                  disable=not console.is_terminal) as progress:
+    with Progress(
+        TextColumn("{task.description:<14}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[note]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    ) as progress:
         bars = {s.name: progress.add_task(s.name, total=0, note="") for s in STAGES}
 
         def on_event(kind: str, stage: str, st) -> None:
-            progress.update(bars[stage], total=st.planned, completed=st.run + st.skipped + st.failed,
-                            note=f"{st.ok} ok {st.error} err" + (f" {st.failed} FAILED" if st.failed else ""))
+            progress.update(
+                bars[stage],
+                total=st.planned,
+                completed=st.run + st.skipped + st.failed,
+                note=f"{st.ok} ok {st.error} err" + (f" {st.failed} FAILED" if st.failed else ""),
+            )
 
         try:
             result = run_build(run_uri, cfg, retry_errors=retry_errors, on_event=on_event)
@@ -67,18 +86,41 @@ def build(
             fail(f"cannot write to run directory {run_uri}: {e.strerror or e}")
     stats = result["stages"]
     table = Table(title=f"forenset build — {run_uri}")
-    for col in ("stage", "shards", "run", "skipped", "failed", "rows", "ok", "error", "kept", "discarded", "seconds"):
+    for col in (
+        "stage",
+        "shards",
+        "run",
+        "skipped",
+        "failed",
+        "rows",
+        "ok",
+        "error",
+        "kept",
+        "discarded",
+        "seconds",
+    ):
         table.add_column(col, justify="left" if col == "stage" else "right")
     for name, s in stats.items():
-        table.add_row(name, str(s["planned"]), str(s["run"]), str(s["skipped"]), str(s["failed"]),
-                      str(s["rows"]), str(s["ok"]), str(s["error"]),
-                      str(s["kept"]) if name == "judgments" else "", str(s["discarded"]) if name == "judgments" else "",
-                      f"{s['seconds']:.1f}")
+        table.add_row(
+            name,
+            str(s["planned"]),
+            str(s["run"]),
+            str(s["skipped"]),
+            str(s["failed"]),
+            str(s["rows"]),
+            str(s["ok"]),
+            str(s["error"]),
+            str(s["kept"]) if name == "judgments" else "",
+            str(s["discarded"]) if name == "judgments" else "",
+            f"{s['seconds']:.1f}",
+        )
     console.print(table)
     ran = sum(s["run"] for s in stats.values())
     exp = result["export"]
     if ran == 0 and exp.get("skipped"):
-        console.print(f"Nothing to do: all {sum(s['planned'] for s in stats.values())} shards are up to date.")
+        console.print(
+            f"Nothing to do: all {sum(s['planned'] for s in stats.values())} shards are up to date."
+        )
     console.print(f"Export: {exp['path']} {exp['counts']}  ({time.perf_counter() - t0:.1f}s)")
     failures = [f for s in stats.values() for f in s["failures"]]
     if failures:
@@ -95,17 +137,31 @@ def status(run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")]
 
     store = _open(run_dir)
     state = store.read_json("state.json", default={}) or {}
-    table = Table(title=f"{run_dir} — build {state.get('status', 'never run')}")
+    console.print(f"{run_dir}: build {state.get('status', 'never run')}")
+    table = Table()
     for col in ("stage", "shards done", "pending", "rows", "ok", "error", "kept", "discarded"):
         table.add_column(col, justify="left" if col == "stage" else "right")
     for s in STAGES:
         shards = store.manifest(s.name)
         st = state.get("stages", {}).get(s.name, {})
-        pending = max(0, st.get("planned", 0) - st.get("done", 0)) if state.get("status") != "complete" else 0
-        c = {k: sum(x.counts.get(k, 0) for x in shards) for k in ("ok", "error", "kept", "discarded")}
-        table.add_row(s.name, str(len(shards)), str(pending), str(sum(x.rows for x in shards)),
-                      str(c["ok"]), str(c["error"]),
-                      str(c["kept"]) if s.name == "judgments" else "", str(c["discarded"]) if s.name == "judgments" else "")
+        pending = (
+            max(0, st.get("planned", 0) - st.get("done", 0))
+            if state.get("status") != "complete"
+            else 0
+        )
+        c = {
+            k: sum(x.counts.get(k, 0) for x in shards) for k in ("ok", "error", "kept", "discarded")
+        }
+        table.add_row(
+            s.name,
+            str(len(shards)),
+            str(pending),
+            str(sum(x.rows for x in shards)),
+            str(c["ok"]),
+            str(c["error"]),
+            str(c["kept"]) if s.name == "judgments" else "",
+            str(c["discarded"]) if s.name == "judgments" else "",
+        )
     console.print(table)
     assert isinstance(store, RunStore)
 
@@ -121,7 +177,9 @@ def _open(run_dir: str):
 @app.command()
 def query(
     run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
-    sql: Annotated[str, typer.Argument(help="SQL over the stage views (sources, captions, ..., explanations).")],
+    sql: Annotated[
+        str, typer.Argument(help="SQL over the stage views (sources, captions, ..., explanations).")
+    ],
     format: Annotated[str, typer.Option("--format", "-f", help="table | csv | json")] = "table",
     limit: Annotated[int, typer.Option(help="Rows shown in table format.")] = 50,
 ) -> None:
@@ -142,7 +200,10 @@ def query(
     cols = [d[0] for d in cur.description]
     rows = cur.fetchall()
     if format == "json":
-        sys.stdout.write(json.dumps([dict(zip(cols, r, strict=True)) for r in rows], default=str, indent=1) + "\n")
+        sys.stdout.write(
+            json.dumps([dict(zip(cols, r, strict=True)) for r in rows], default=str, indent=1)
+            + "\n"
+        )
     elif format == "csv":
         import csv
 

@@ -44,7 +44,9 @@ class ModelStageConfig(Strict):
 
 
 class CaptionsConfig(ModelStageConfig):
-    keep_manifest: bool = True  # captions shipped with the source are kept (caption_source='manifest')
+    keep_manifest: bool = (
+        True  # captions shipped with the source are kept (caption_source='manifest')
+    )
 
 
 class InstructionsConfig(ModelStageConfig):
@@ -189,11 +191,17 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
     else:
         text = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
         msg = f"bad value for '{key}': {text}"
-    more = f" (and {len(errs) - 1} more problem{'s' if len(errs) > 2 else ''})" if len(errs) > 1 else ""
+    more = (
+        f" (and {len(errs) - 1} more problem{'s' if len(errs) > 2 else ''})"
+        if len(errs) > 1
+        else ""
+    )
     return f"Invalid config {source}: {msg}{more}."
 
 
-def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> BuildConfig:
+def load_config(
+    path: str | Path | None = None, overrides: dict[str, Any] | None = None
+) -> BuildConfig:
     """Load YAML (the demo config when ``path`` is None) and validate it."""
     p = Path(path) if path else DEFAULT_CONFIG
     if not p.exists():
@@ -201,7 +209,9 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     try:
         data = yaml.safe_load(p.read_text()) or {}
     except yaml.YAMLError as e:
-        raise ConfigError(f"Config file {p} is not valid YAML ({str(e).splitlines()[0]}).") from None
+        raise ConfigError(
+            f"Config file {p} is not valid YAML ({str(e).splitlines()[0]})."
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"Config file {p} must hold a mapping at the top level.")
     data.update(overrides or {})

@@ -31,8 +31,14 @@ def salience(area: float, magnitude: float) -> int:
     return int(np.clip(np.digitize(score, [0.35, 0.7, 1.1, 1.6]) + 1, 1, 5))
 
 
-def pixel_differences(real: np.ndarray, fake: np.ndarray, *, threshold: float = 0.08,
-                      min_region_frac: float = 0.0015, max_regions: int = 8) -> dict[str, Any]:
+def pixel_differences(
+    real: np.ndarray,
+    fake: np.ndarray,
+    *,
+    threshold: float = 0.08,
+    min_region_frac: float = 0.0015,
+    max_regions: int = 8,
+) -> dict[str, Any]:
     if real.shape != fake.shape:
         fake = cv2.resize(fake, (real.shape[1], real.shape[0]), interpolation=cv2.INTER_AREA)
     h, w = real.shape[:2]
@@ -43,7 +49,9 @@ def pixel_differences(real: np.ndarray, fake: np.ndarray, *, threshold: float = 
     high = s - low
     mag = np.abs(cv2.GaussianBlur(s, (0, 0), 1.5)).max(axis=2) / 255.0
     ga, gb = cv2.cvtColor(real, cv2.COLOR_RGB2GRAY), cv2.cvtColor(fake, cv2.COLOR_RGB2GRAY)
-    _, smap = structural_similarity(ga, gb, full=True, data_range=255, gaussian_weights=True, sigma=2.0)
+    _, smap = structural_similarity(
+        ga, gb, full=True, data_range=255, gaussian_weights=True, sigma=2.0
+    )
     changed = (mag > threshold) | ((1 - smap) > 0.5)
     k = max(3, int(min(h, w) / 64) | 1)
     m = cv2.morphologyEx(changed.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
@@ -68,8 +76,15 @@ def pixel_differences(real: np.ndarray, fake: np.ndarray, *, threshold: float = 
             ctype = "content change"
         magn = float(mag[sel].mean())
         box = [x / w, y / h, (x + bw) / w, (y + bh) / h]
-        regs.append({"bbox": [round(v, 4) for v in box], "area": round(float(frac), 5),
-                     "magnitude": round(magn, 4), "change_type": ctype, "structure": round(ds, 4)})
+        regs.append(
+            {
+                "bbox": [round(v, 4) for v in box],
+                "area": round(float(frac), 5),
+                "magnitude": round(magn, 4),
+                "change_type": ctype,
+                "structure": round(ds, 4),
+            }
+        )
     regs.sort(key=lambda r: -(r["area"] * (0.2 + r["magnitude"])))
     regs = regs[:max_regions]
     outside = ~(m.astype(bool))
@@ -79,19 +94,38 @@ def pixel_differences(real: np.ndarray, fake: np.ndarray, *, threshold: float = 
     for j, r in enumerate(regs):
         cx, cy = (r["bbox"][0] + r["bbox"][2]) / 2, (r["bbox"][1] + r["bbox"][3]) / 2
         where = "whole image" if r["area"] > 0.5 else f"{position_name(cx, cy)}"
-        diffs.append({
-            "id": f"d{j + 1}", "region": where, "change_type": r["change_type"],
-            "description": (f"{r['change_type']} over {r['area'] * 100:.1f}% of the image at the {where}, "
-                            f"mean intensity change {r['magnitude'] * 100:.0f}%"),
-            "salience": salience(r["area"], r["magnitude"]), "bbox": r["bbox"], "area": r["area"],
-            "magnitude": r["magnitude"],
-        })
+        diffs.append(
+            {
+                "id": f"d{j + 1}",
+                "region": where,
+                "change_type": r["change_type"],
+                "description": (
+                    f"{r['change_type']} over {r['area'] * 100:.1f}% of the image at the {where}, "
+                    f"mean intensity change {r['magnitude'] * 100:.0f}%"
+                ),
+                "salience": salience(r["area"], r["magnitude"]),
+                "bbox": r["bbox"],
+                "area": r["area"],
+                "magnitude": r["magnitude"],
+            }
+        )
     if hf > 0.02:
-        diffs.append({
-            "id": f"d{len(diffs) + 1}", "region": "whole image", "change_type": "artifact",
-            "description": f"widespread high-frequency noise or blocking, mean {hf * 100:.1f}% per pixel",
-            "salience": int(np.clip(round(hf * 100 / 1.5), 1, 5)), "bbox": [0.0, 0.0, 1.0, 1.0],
-            "area": 1.0, "magnitude": round(hf, 4),
-        })
-    return {"differences": diffs, "changed_frac": float(m.mean()), "artifact_level": hf,
-            "tone_shift": tone, "mask": m}
+        diffs.append(
+            {
+                "id": f"d{len(diffs) + 1}",
+                "region": "whole image",
+                "change_type": "artifact",
+                "description": f"widespread high-frequency noise or blocking, mean {hf * 100:.1f}% per pixel",
+                "salience": int(np.clip(round(hf * 100 / 1.5), 1, 5)),
+                "bbox": [0.0, 0.0, 1.0, 1.0],
+                "area": 1.0,
+                "magnitude": round(hf, 4),
+            }
+        )
+    return {
+        "differences": diffs,
+        "changed_frac": float(m.mean()),
+        "artifact_level": hf,
+        "tone_shift": tone,
+        "mask": m,
+    }

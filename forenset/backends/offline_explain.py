@@ -11,8 +11,13 @@ import cv2
 import numpy as np
 
 LEAK_PATTERNS = [
-    r"\binstruction(s)?\b", r"\bcompared (to|with) the original\b", r"\bthe original (image|photo)\b",
-    r"\breference image\b", r"\bdifference record\b", r"\bthe edit (says|asks)\b", r"\bprompt\b",
+    r"\binstruction(s)?\b",
+    r"\bcompared (to|with) the original\b",
+    r"\bthe original (image|photo)\b",
+    r"\breference image\b",
+    r"\bdifference record\b",
+    r"\bthe edit (says|asks)\b",
+    r"\bprompt\b",
 ]
 
 KIND_EVIDENCE = {
@@ -59,7 +64,9 @@ def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int 
     if variant % 2 == 0:
         parts.append(f"The boundary around the {t} is where the local detail breaks.")
     else:
-        parts.append(f"Look closely at the edges of the {t}: the local detail changes abruptly there.")
+        parts.append(
+            f"Look closely at the edges of the {t}: the local detail changes abruptly there."
+        )
     return " ".join(parts)
 
 
@@ -81,9 +88,16 @@ def image_evidence(img: np.ndarray) -> dict[str, Any]:
     grey = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float64)
     sigma = noise_sigma(grey)
     h, w = grey.shape
-    tiles = [grey[i * h // 3:(i + 1) * h // 3, j * w // 3:(j + 1) * w // 3] for i in range(3) for j in range(3)]
+    tiles = [
+        grey[i * h // 3 : (i + 1) * h // 3, j * w // 3 : (j + 1) * w // 3]
+        for i in range(3)
+        for j in range(3)
+    ]
     lap = [float(cv2.Laplacian(t, cv2.CV_64F).var()) for t in tiles]
-    gy, gx = float(grey[: h // 2].mean() - grey[h // 2 :].mean()), float(grey[:, : w // 2].mean() - grey[:, w // 2 :].mean())
+    gy, gx = (
+        float(grey[: h // 2].mean() - grey[h // 2 :].mean()),
+        float(grey[:, : w // 2].mean() - grey[:, w // 2 :].mean()),
+    )
     if abs(gy) < 6 and abs(gx) < 6:
         light = "evenly, without a dominant direction"
     elif abs(gy) >= abs(gx):
@@ -98,7 +112,7 @@ def authenticity(img: np.ndarray, caption: str, entities: list[str], variant: in
     ents = entities[:2] or ["scene"]
     e1 = ents[0]
     e2 = ents[1] if len(ents) > 1 else ents[0]
-    noise = ("a fine, even sensor grain" if ev["noise_sigma"] > 0.8 else "very low, uniform noise")
+    noise = "a fine, even sensor grain" if ev["noise_sigma"] > 0.8 else "very low, uniform noise"
     parts = [
         f"The {e1} and the {e2} are lit consistently {ev['light']}, and their shadows and highlights agree.",
         f"The image has {noise} (about {ev['noise_sigma']:.1f} grey levels) across flat and textured areas alike.",

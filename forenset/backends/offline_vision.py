@@ -61,8 +61,12 @@ def regions(img: np.ndarray, n: int = 6, min_frac: float = 0.01) -> list[dict[st
         cx, cy = (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
         name = f"{colour_name(mean)} region at the {position_name(cx, cy)}"
         out.append(
-            {"name": name, "bbox": [round(float(b), 4) for b in bbox], "area": round(frac, 4),
-             "mean_rgb": [round(float(m), 1) for m in mean]}
+            {
+                "name": name,
+                "bbox": [round(float(b), 4) for b in bbox],
+                "area": round(frac, 4),
+                "mean_rgb": [round(float(m), 1) for m in mean],
+            }
         )
     out.sort(key=lambda r: -r["area"])
     # make names unique
@@ -83,13 +87,21 @@ def describe(img: np.ndarray) -> tuple[str, list[dict[str, Any]]]:
     bright = grey.mean() / 255
     tone = "dark" if bright < 0.35 else ("bright" if bright > 0.65 else "moderately lit")
     sharp = float(cv2.Laplacian(grey, cv2.CV_64F).var())
-    texture = "fine, detailed texture" if sharp > 500 else ("smooth areas" if sharp < 80 else "mixed texture")
+    texture = (
+        "fine, detailed texture"
+        if sharp > 500
+        else ("smooth areas" if sharp < 80 else "mixed texture")
+    )
     kind = "greyscale photograph" if chroma < 3 else "colour photograph"
     h, w = img.shape[:2]
     orient = "landscape" if w > h * 1.1 else ("portrait" if h > w * 1.1 else "square")
     top = grey[: h // 3].mean()
     bottom = grey[2 * h // 3 :].mean()
-    light = "lighter at the top" if top > bottom + 15 else ("lighter at the bottom" if bottom > top + 15 else "evenly lit from top to bottom")
+    light = (
+        "lighter at the top"
+        if top > bottom + 15
+        else ("lighter at the bottom" if bottom > top + 15 else "evenly lit from top to bottom")
+    )
     parts = [f"A {tone} {orient} {kind} with {texture}, {light}."]
     if regs:
         named = ", ".join(r["name"] for r in regs[:3])

@@ -19,11 +19,23 @@ def _area(b: list[float]) -> float:
 
 
 def expand(b: list[float], margin: float) -> list[float]:
-    return [max(0.0, b[0] - margin), max(0.0, b[1] - margin), min(1.0, b[2] + margin), min(1.0, b[3] + margin)]
+    return [
+        max(0.0, b[0] - margin),
+        max(0.0, b[1] - margin),
+        min(1.0, b[2] + margin),
+        min(1.0, b[3] + margin),
+    ]
 
 
-def judge(instruction: dict[str, Any], differences: list[dict[str, Any]], *, keep_score: float,
-          borderline_score: float, offtarget_dominance: float, max_offtarget_frac: float) -> dict[str, Any]:
+def judge(
+    instruction: dict[str, Any],
+    differences: list[dict[str, Any]],
+    *,
+    keep_score: float,
+    borderline_score: float,
+    offtarget_dominance: float,
+    max_offtarget_frac: float,
+) -> dict[str, Any]:
     target = expand(list(instruction["change_bbox"]), 0.06)
     exp_area = _area(list(instruction["change_bbox"]))
     inside = outside = 0.0
@@ -45,8 +57,10 @@ def judge(instruction: dict[str, Any], differences: list[dict[str, Any]], *, kee
         why = f"widespread artefacts (salience {worst_art}) dominate the candidate"
     elif outside > max_offtarget_frac and outside > offtarget_dominance * inside:
         verdict, cat = "DISCARD", "off_target"
-        why = (f"off-target changes cover {outside * 100:.1f}% of the image vs {inside * 100:.1f}% "
-               "at the target: hard discard regardless of partial compliance")
+        why = (
+            f"off-target changes cover {outside * 100:.1f}% of the image vs {inside * 100:.1f}% "
+            "at the target: hard discard regardless of partial compliance"
+        )
     elif inside <= 1e-6:
         verdict, cat = "DISCARD", "edit_missing"
         why = "no difference was found at the instructed location"
@@ -59,6 +73,12 @@ def judge(instruction: dict[str, Any], differences: list[dict[str, Any]], *, kee
     else:
         verdict, cat = "DISCARD", "edit_partial"
         why = f"the change at the target is too weak (score {final:.2f})"
-    return {"match_score": round(match, 4), "offtarget_penalty": round(penalty, 4),
-            "final_score": round(final, 4), "verdict": verdict, "failure_category": cat,
-            "rationale": why, "rule_version": RULE_VERSION}
+    return {
+        "match_score": round(match, 4),
+        "offtarget_penalty": round(penalty, 4),
+        "final_score": round(final, 4),
+        "verdict": verdict,
+        "failure_category": cat,
+        "rationale": why,
+        "rule_version": RULE_VERSION,
+    }

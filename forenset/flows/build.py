@@ -64,7 +64,9 @@ def shard_valid(existing: ShardInfo | None, spec: ShardSpec, retry_errors: bool)
         return False
     if existing.inputs != spec.input_ids():
         return False
-    if existing.counts.get("retryable", 0) > 0 or (retry_errors and existing.counts.get("error", 0)):
+    if existing.counts.get("retryable", 0) > 0 or (
+        retry_errors and existing.counts.get("error", 0)
+    ):
         return False
     return True
 
@@ -166,8 +168,12 @@ class Scheduler:
                 "config_hash": self.ctx.config.config_hash(),
                 "time": time.time(),
                 "stages": {
-                    n: {"planned": s.planned, "done": s.run + s.skipped, "failed": s.failed,
-                        "inflight": sum(1 for sp, _ in self.inflight.values() if sp.stage == n)}
+                    n: {
+                        "planned": s.planned,
+                        "done": s.run + s.skipped,
+                        "failed": s.failed,
+                        "inflight": sum(1 for sp, _ in self.inflight.values() if sp.stage == n),
+                    }
                     for n, s in self.stats.items()
                 },
             },
@@ -202,7 +208,9 @@ def result_of(fut: Any) -> dict[str, Any]:
 # -- Prefect wiring ----------------------------------------------------------------------
 
 
-def _shard_task_fn(stage_name: str, spec: dict[str, Any], run_uri: str, config: dict[str, Any]) -> dict[str, Any]:
+def _shard_task_fn(
+    stage_name: str, spec: dict[str, Any], run_uri: str, config: dict[str, Any]
+) -> dict[str, Any]:
     ctx = context_for(run_uri, config)
     stage = STAGE_BY_NAME[stage_name](ctx)
     return execute_shard(stage, ShardSpec.from_json(spec)).to_json()
@@ -225,7 +233,9 @@ def make_runner(rc: RunnerConfig):
 _EVENT_SINK: dict[str, Callable[[str, str, StageStats], None] | None] = {"fn": None}
 
 
-def build_flow_fn(run_uri: str, config: dict[str, Any], retry_errors: bool = False) -> dict[str, Any]:
+def build_flow_fn(
+    run_uri: str, config: dict[str, Any], retry_errors: bool = False
+) -> dict[str, Any]:
     """Body of the Prefect flow: one shard task per pending shard, on each stage's runner."""
     from contextlib import ExitStack
 
@@ -234,7 +244,9 @@ def build_flow_fn(run_uri: str, config: dict[str, Any], retry_errors: bool = Fal
 
     cfg = BuildConfig.model_validate(config)
     ctx = context_for(run_uri, cfg)
-    shard_task = task(_shard_task_fn, name="shard", cache_policy=NO_CACHE, persist_result=False, retries=0)
+    shard_task = task(
+        _shard_task_fn, name="shard", cache_policy=NO_CACHE, persist_result=False, retries=0
+    )
     tasks = {
         s.name: shard_task.with_options(name=s.name, tags=[f"forenset:{s.name}"]) for s in STAGES
     }
@@ -251,7 +263,13 @@ def build_flow_fn(run_uri: str, config: dict[str, Any], retry_errors: bool = Fal
         def submit(stage_name: str, spec: ShardSpec):
             t = tasks[stage_name].with_options(task_run_name=f"{stage_name}:{spec.shard_id}")
             return runners[stage_name].submit(
-                t, parameters={"stage_name": stage_name, "spec": spec.to_json(), "run_uri": run_uri, "config": config}
+                t,
+                parameters={
+                    "stage_name": stage_name,
+                    "spec": spec.to_json(),
+                    "run_uri": run_uri,
+                    "config": config,
+                },
             )
 
         stats = Scheduler(ctx, submit, retry_errors=retry_errors, on_event=_EVENT_SINK["fn"]).run()
@@ -261,8 +279,13 @@ def build_flow_fn(run_uri: str, config: dict[str, Any], retry_errors: bool = Fal
     return {"stages": {k: vars(v) for k, v in stats.items()}, "export": export}
 
 
-def run_build(run_uri: str, cfg: BuildConfig, *, retry_errors: bool = False,
-              on_event: Callable[[str, str, StageStats], None] | None = None) -> dict[str, Any]:
+def run_build(
+    run_uri: str,
+    cfg: BuildConfig,
+    *,
+    retry_errors: bool = False,
+    on_event: Callable[[str, str, StageStats], None] | None = None,
+) -> dict[str, Any]:
     """Run the build as a Prefect flow (ephemeral API unless PREFECT_API_URL is set)."""
     from prefect import flow
 
@@ -272,7 +295,9 @@ def run_build(run_uri: str, cfg: BuildConfig, *, retry_errors: bool = False,
         store.write_bytes_atomic("config.yaml", _yaml(cfg.resolved()).encode())
         store.write_bytes_atomic("config_hash.txt", (cfg.config_hash() + "\n").encode())
         f = flow(build_flow_fn, name="forenset-build", log_prints=False, validate_parameters=False)
-        _EVENT_SINK["fn"] = on_event  # callbacks are not flow parameters (those are recorded as JSON)
+        _EVENT_SINK["fn"] = (
+            on_event  # callbacks are not flow parameters (those are recorded as JSON)
+        )
         return f(run_uri, cfg.resolved(), retry_errors)
     finally:
         _EVENT_SINK["fn"] = None

@@ -19,7 +19,10 @@ TRACE_FIELDS: list[pa.Field] = [
     pa.field("elapsed_ms", F64),
 ]
 TRACE_NAMES = [f.name for f in TRACE_FIELDS]
-VOLATILE = {"elapsed_ms"}  # differs between identical runs; excluded from content ids and comparisons
+VOLATILE = {
+    "elapsed_ms",
+    "latency_s",
+}  # differs between identical runs; excluded from content ids and comparisons
 
 
 def stage_schema(*fields: pa.Field) -> pa.Schema:

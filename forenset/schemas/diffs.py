@@ -3,14 +3,29 @@ import pyarrow as pa
 from forenset.schemas.candidates import SCHEMA as CANDIDATES
 from forenset.schemas.common import F64, S, stage_schema
 
-_carry = [CANDIDATES.field(n) for n in (
-    "candidate_id", "instruction_id", "image_id", "generator", "generator_family",
-    "source_blob", "blob", "caption", "instruction", "kind", "family", "truth",
-)]
+_carry = [
+    CANDIDATES.field(n)
+    for n in (
+        "candidate_id",
+        "instruction_id",
+        "image_id",
+        "generator",
+        "generator_family",
+        "source_blob",
+        "blob",
+        "caption",
+        "instruction",
+        "kind",
+        "family",
+        "truth",
+    )
+]
 
 SCHEMA = stage_schema(
     *_carry,
-    pa.field("differences", S),  # JSON list of {id, region, change_type, description, salience, bbox, area}
+    pa.field(
+        "differences", S
+    ),  # JSON list of {id, region, change_type, description, salience, bbox, area}
     pa.field("n_differences", pa.int64()),
     pa.field("changed_frac", F64),  # share of pixels the pixel map marks as changed
     pa.field("psnr", F64),

@@ -3,11 +3,26 @@ import pyarrow as pa
 from forenset.schemas.common import F64, B, S, stage_schema
 from forenset.schemas.diffs import SCHEMA as DIFFS
 
-_carry = [DIFFS.field(n) for n in (
-    "candidate_id", "instruction_id", "image_id", "generator", "generator_family",
-    "source_blob", "blob", "caption", "instruction", "kind", "family", "truth",
-    "differences", "psnr", "ssim",
-)]
+_carry = [
+    DIFFS.field(n)
+    for n in (
+        "candidate_id",
+        "instruction_id",
+        "image_id",
+        "generator",
+        "generator_family",
+        "source_blob",
+        "blob",
+        "caption",
+        "instruction",
+        "kind",
+        "family",
+        "truth",
+        "differences",
+        "psnr",
+        "ssim",
+    )
+]
 
 SCHEMA = stage_schema(
     *_carry,
@@ -15,7 +30,9 @@ SCHEMA = stage_schema(
     pa.field("offtarget_penalty", F64),
     pa.field("final_score", F64),
     pa.field("verdict", S),  # KEEP | BORDERLINE | DISCARD
-    pa.field("failure_category", S),  # none | edit_missing | edit_partial | off_target | severe_artifacts | ambiguous
+    pa.field(
+        "failure_category", S
+    ),  # none | edit_missing | edit_partial | off_target | severe_artifacts | ambiguous
     pa.field("rationale", S),
     pa.field("rule_version", S),
     pa.field("keep", B),  # the verdict after the BORDERLINE policy

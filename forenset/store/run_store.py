@@ -103,7 +103,9 @@ class RunStore:
         return self.fs.exists(self.path(rel))
 
     def write_json(self, rel: str, obj: Any) -> None:
-        self.write_bytes_atomic(rel, json.dumps(obj, indent=1, sort_keys=True, default=str).encode())
+        self.write_bytes_atomic(
+            rel, json.dumps(obj, indent=1, sort_keys=True, default=str).encode()
+        )
 
     def read_json(self, rel: str, default: Any = None) -> Any:
         try:
@@ -180,7 +182,9 @@ class RunStore:
     def manifest_path(self, stage: str) -> str:
         return posixpath.join("stages", stage, "_manifest.json")
 
-    def write_manifest(self, stage: str, shards: list[ShardInfo], extra: dict | None = None) -> None:
+    def write_manifest(
+        self, stage: str, shards: list[ShardInfo], extra: dict | None = None
+    ) -> None:
         doc = {"stage": stage, "shards": [s.to_json() for s in shards], **(extra or {})}
         self.write_json(self.manifest_path(stage), doc)
 

@@ -24,7 +24,11 @@ def connect(store: RunStore, tables: list[str]) -> duckdb.DuckDBPyConnection:
                 "hive_partitioning = true, union_by_name = true)"
             )
         else:
-            schema = STAGE_BY_NAME[name].output_schema if name in STAGE_BY_NAME else pa.schema([("id", pa.string())])
+            schema = (
+                STAGE_BY_NAME[name].output_schema
+                if name in STAGE_BY_NAME
+                else pa.schema([("id", pa.string())])
+            )
             con.register(f"_{name}_empty", schema.empty_table())
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_empty")
     return con

@@ -154,7 +154,9 @@ class RowStage(Stage):
 
     def error_row(self, row: dict[str, Any], message: str, retryable: bool) -> dict[str, Any]:
         """Keep the input's ids so the failure can be traced; the key falls back to the input's."""
-        out = {k: v for k, v in row.items() if k in self.output_schema.names and k not in TRACE_NAMES}
+        out = {
+            k: v for k, v in row.items() if k in self.output_schema.names and k not in TRACE_NAMES
+        }
         if out.get(self.key) is None:
             out[self.key] = str(row.get(self.key) or row.get("candidate_id") or row.get("image_id"))
         return {**out, "status": "error", "error": message, "retryable": retryable}

@@ -21,8 +21,18 @@ from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage, dumps
 
-EDIT_FIELDS = ("text", "family", "kind", "target", "location_hint", "bbox", "change_bbox",
-               "expected_change", "difficulty", "params")
+EDIT_FIELDS = (
+    "text",
+    "family",
+    "kind",
+    "target",
+    "location_hint",
+    "bbox",
+    "change_bbox",
+    "expected_change",
+    "difficulty",
+    "params",
+)
 
 _BACKENDS: dict[str, ImageBackend] = {}  # one backend (e.g. a loaded pipeline) per process
 
@@ -48,7 +58,12 @@ class Candidates(Stage):
 
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
         return [
-            self.spec(upstream.shard_id, {"generator": g.name}, [upstream], {"generator": g.model_dump(mode="json")})
+            self.spec(
+                upstream.shard_id,
+                {"generator": g.name},
+                [upstream],
+                {"generator": g.model_dump(mode="json")},
+            )
             for g in self.ctx.config.generators
         ]
 
@@ -74,18 +89,42 @@ class Candidates(Stage):
         for (r, ins, seed), res in zip(metas, results, strict=True):
             base = {
                 "candidate_id": f"{r['instruction_id']}-{gcfg.name}",
-                "instruction_id": r["instruction_id"], "image_id": r["image_id"],
-                "generator": gcfg.name, "generator_family": gcfg.family,
-                "source_blob": r["blob"], "caption": r["caption"], "instruction": dumps(ins),
-                "kind": ins["kind"], "family": ins["family"], "backend": backend.name,
-                "model": res.model or gcfg.model, "seed": seed, "stage_version": self.version,
-                "latency_s": res.latency_s, "elapsed_ms": res.latency_s * 1000,
+                "instruction_id": r["instruction_id"],
+                "image_id": r["image_id"],
+                "generator": gcfg.name,
+                "generator_family": gcfg.family,
+                "source_blob": r["blob"],
+                "caption": r["caption"],
+                "instruction": dumps(ins),
+                "kind": ins["kind"],
+                "family": ins["family"],
+                "backend": backend.name,
+                "model": res.model or gcfg.model,
+                "seed": seed,
+                "stage_version": self.version,
+                "latency_s": res.latency_s,
+                "elapsed_ms": res.latency_s * 1000,
             }
             if res.status != "ok" or res.image is None:
-                out.append({**base, "status": "error", "error": res.error or "generator returned no image",
-                            "retryable": res.retryable})
+                out.append(
+                    {
+                        **base,
+                        "status": "error",
+                        "error": res.error or "generator returned no image",
+                        "retryable": res.retryable,
+                    }
+                )
                 continue
             blob = store.put_blob(encode_png(res.image))
-            out.append({**base, "status": "ok", "blob": blob, "width": res.image.width,
-                        "height": res.image.height, "params": dumps(res.params), "truth": dumps(res.truth)})
+            out.append(
+                {
+                    **base,
+                    "status": "ok",
+                    "blob": blob,
+                    "width": res.image.width,
+                    "height": res.image.height,
+                    "params": dumps(res.params),
+                    "truth": dumps(res.truth),
+                }
+            )
         return self.to_table(out)

@@ -27,9 +27,21 @@ class Captions(RowStage):
         base = {k: row[k] for k in ("image_id", "blob", "width", "height", "license")}
         entities = json.loads(row.get("entities") or "[]")
         if cfg.keep_manifest and row.get("caption"):
-            yield {**base, "caption": row["caption"], "caption_source": "manifest",
-                   "entities": dumps(entities), "backend": "manifest", "model": None}
+            yield {
+                **base,
+                "caption": row["caption"],
+                "caption_source": "manifest",
+                "entities": dumps(entities),
+                "backend": "manifest",
+                "model": None,
+            }
             return
         caption, regions = describe(decode_rgb(self.ctx.store.get_blob(row["blob"])))
-        yield {**base, "caption": caption, "caption_source": "offline",
-               "entities": dumps(entities or regions), "backend": "offline", "model": "pixel-statistics"}
+        yield {
+            **base,
+            "caption": caption,
+            "caption_source": "offline",
+            "entities": dumps(entities or regions),
+            "backend": "offline",
+            "model": "pixel-statistics",
+        }

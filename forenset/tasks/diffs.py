@@ -9,8 +9,20 @@ from forenset.images import decode_rgb
 from forenset.schemas.diffs import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec, dumps
 
-CARRY = ("candidate_id", "instruction_id", "image_id", "generator", "generator_family",
-         "source_blob", "blob", "caption", "instruction", "kind", "family", "truth")
+CARRY = (
+    "candidate_id",
+    "instruction_id",
+    "image_id",
+    "generator",
+    "generator_family",
+    "source_blob",
+    "blob",
+    "caption",
+    "instruction",
+    "kind",
+    "family",
+    "truth",
+)
 
 
 class Diffs(RowStage):
@@ -29,11 +41,22 @@ class Diffs(RowStage):
         c = self.ctx.config.diffs
         real = decode_rgb(self.ctx.store.get_blob(row["source_blob"]))
         fake = decode_rgb(self.ctx.store.get_blob(row["blob"]))
-        d = pixel_differences(real, fake, threshold=c.threshold, min_region_frac=c.min_region_frac,
-                              max_regions=c.max_regions)
+        d = pixel_differences(
+            real,
+            fake,
+            threshold=c.threshold,
+            min_region_frac=c.min_region_frac,
+            max_regions=c.max_regions,
+        )
         psnr, ssim = fidelity(real, fake)
-        yield {**{k: row[k] for k in CARRY}, "differences": dumps(d["differences"]),
-               "n_differences": len(d["differences"]), "changed_frac": d["changed_frac"],
-               "psnr": psnr, "ssim": ssim,
-               "grounding": dumps({"extractor": "pixel", "hallucinated": [], "missed": []}),
-               "backend": "offline", "model": "pixel-diff-v1"}
+        yield {
+            **{k: row[k] for k in CARRY},
+            "differences": dumps(d["differences"]),
+            "n_differences": len(d["differences"]),
+            "changed_frac": d["changed_frac"],
+            "psnr": psnr,
+            "ssim": ssim,
+            "grounding": dumps({"extractor": "pixel", "hallucinated": [], "missed": []}),
+            "backend": "offline",
+            "model": "pixel-diff-v1",
+        }

@@ -24,7 +24,16 @@ MAX_ATTEMPTS = 3
 class Explanations(SplitPartitioned, RowStage):
     name = "explanations"
     version = "1"
-    input_columns = ("sample_id", "label", "split", "blob", "caption", "instruction", "differences", "entities")
+    input_columns = (
+        "sample_id",
+        "label",
+        "split",
+        "blob",
+        "caption",
+        "instruction",
+        "differences",
+        "entities",
+    )
     output_schema = SCHEMA
     key = "explanation_id"
 
@@ -49,17 +58,30 @@ class Explanations(SplitPartitioned, RowStage):
             text = make(attempt)
             problems = self.validate(kind, text, entities)
             if not problems:
-                return {"explanation_id": f"{row['sample_id']}-{kind}", "sample_id": row["sample_id"],
-                        "label": row["label"], "split": row["split"], "kind": kind, "text": text,
-                        "entities_mentioned": mentioned(text, entities), "n_words": len(text.split()),
-                        "attempts": attempt + 1, "backend": "offline", "model": "templates-v1"}
-        raise StageRowError(f"{kind} explanation failed validation after {MAX_ATTEMPTS} attempts: {'; '.join(problems)}")
+                return {
+                    "explanation_id": f"{row['sample_id']}-{kind}",
+                    "sample_id": row["sample_id"],
+                    "label": row["label"],
+                    "split": row["split"],
+                    "kind": kind,
+                    "text": text,
+                    "entities_mentioned": mentioned(text, entities),
+                    "n_words": len(text.split()),
+                    "attempts": attempt + 1,
+                    "backend": "offline",
+                    "model": "templates-v1",
+                }
+        raise StageRowError(
+            f"{kind} explanation failed validation after {MAX_ATTEMPTS} attempts: {'; '.join(problems)}"
+        )
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
         if row["label"] == "real":
             img = decode_rgb(self.ctx.store.get_blob(row["blob"]))
             ents = entity_names(row.get("entities"))
-            yield self.generate("authenticity", lambda a: authenticity(img, row["caption"], ents, a), ents, row)
+            yield self.generate(
+                "authenticity", lambda a: authenticity(img, row["caption"], ents, a), ents, row
+            )
             return
         ins = json.loads(row["instruction"])
         diffs = json.loads(row["differences"] or "[]")

@@ -30,8 +30,13 @@ def export_dataset(store: RunStore, cfg: BuildConfig) -> dict[str, Any]:
     """Write exports/parquet/<split>.parquet; skipped when its inputs have not changed."""
     from forenset.store.views import connect
 
-    deps = {n: [s.content_id for s in store.manifest(n)] for n in ("splits", "perturbations", "explanations")}
-    fp = hashlib.blake2b(json.dumps([EXPORT_VERSION, deps], sort_keys=True).encode(), digest_size=12).hexdigest()
+    deps = {
+        n: [s.content_id for s in store.manifest(n)]
+        for n in ("splits", "perturbations", "explanations")
+    }
+    fp = hashlib.blake2b(
+        json.dumps([EXPORT_VERSION, deps], sort_keys=True).encode(), digest_size=12
+    ).hexdigest()
     marker = "exports/parquet/_fingerprint.json"
     prev = store.read_json(marker, default={}) or {}
     if prev.get("fingerprint") == fp:
@@ -43,12 +48,20 @@ def export_dataset(store: RunStore, cfg: BuildConfig) -> dict[str, Any]:
         images = [store.get_blob(b) for b in t["blob"].to_pylist()]
         pert = con.execute(
             "SELECT sample_id, list(struct_pack(blob := blob, ops := ops, psnr := psnr, ssim := ssim) ORDER BY variant) AS v "
-            "FROM perturbations WHERE status = 'ok' AND split = ? GROUP BY sample_id", [split]
+            "FROM perturbations WHERE status = 'ok' AND split = ? GROUP BY sample_id",
+            [split],
         ).fetchall()
         pmap = {sid: v for sid, v in pert}
         variants = [
-            [{"image": store.get_blob(x["blob"]), "ops": x["ops"], "psnr": x["psnr"], "ssim": x["ssim"]}
-             for x in pmap.get(sid, [])]
+            [
+                {
+                    "image": store.get_blob(x["blob"]),
+                    "ops": x["ops"],
+                    "psnr": x["psnr"],
+                    "ssim": x["ssim"],
+                }
+                for x in pmap.get(sid, [])
+            ]
             for sid in t["sample_id"].to_pylist()
         ]
         t = t.drop(["blob"]).append_column("image", pa.array(images, pa.binary()))

@@ -14,11 +14,23 @@ from forenset.seeds import rng_for
 from forenset.tasks.base import ShardSpec, Stage, dumps
 
 FAMILY = {
-    "copy_move": "object", "removal": "object", "splice": "object", "recolor": "object",
-    "local_warp": "geometry", "liquify": "geometry", "lighting": "scene",
+    "copy_move": "object",
+    "removal": "object",
+    "splice": "object",
+    "recolor": "object",
+    "local_warp": "geometry",
+    "liquify": "geometry",
+    "lighting": "scene",
 }
-BASE_DIFFICULTY = {"splice": 2, "recolor": 2, "copy_move": 3, "removal": 3, "local_warp": 4,
-                   "liquify": 4, "lighting": 4}
+BASE_DIFFICULTY = {
+    "splice": 2,
+    "recolor": 2,
+    "copy_move": 3,
+    "removal": 3,
+    "local_warp": 4,
+    "liquify": 4,
+    "lighting": 4,
+}
 COLOURS = ["red", "blue", "green", "yellow", "purple", "orange", "cyan"]
 LOCAL_MAX_AREA = 0.3
 
@@ -41,7 +53,9 @@ def free_box(src: list[float], rng: np.random.Generator) -> list[float]:
     for _ in range(24):
         x0, y0 = rng.uniform(0, max(1e-6, 1 - w)), rng.uniform(0, max(1e-6, 1 - h))
         cand = [x0, y0, x0 + w, y0 + h]
-        ov = area([max(src[0], cand[0]), max(src[1], cand[1]), min(src[2], cand[2]), min(src[3], cand[3])])
+        ov = area(
+            [max(src[0], cand[0]), max(src[1], cand[1]), min(src[2], cand[2]), min(src[3], cand[3])]
+        )
         if ov < best_ov:
             best, best_ov = cand, ov
         if ov == 0:
@@ -49,8 +63,9 @@ def free_box(src: list[float], rng: np.random.Generator) -> list[float]:
     return [round(float(v), 4) for v in best]
 
 
-def make_instruction(kind: str, ent: dict[str, Any], rng: np.random.Generator,
-                     donor: dict[str, Any] | None) -> dict[str, Any]:
+def make_instruction(
+    kind: str, ent: dict[str, Any], rng: np.random.Generator, donor: dict[str, Any] | None
+) -> dict[str, Any]:
     t, b = ent["name"], [float(v) for v in ent["bbox"]]
     loc = position_name((b[0] + b[2]) / 2, (b[1] + b[3]) / 2)
     change, params = b, {}
@@ -59,7 +74,10 @@ def make_instruction(kind: str, ent: dict[str, Any], rng: np.random.Generator,
         params = {"colour": col}
         text, exp = f"Change the colour of the {t} at the {loc} to {col}.", f"the {t} appears {col}"
     elif kind == "removal":
-        text, exp = f"Remove the {t} at the {loc} and fill the area with its surroundings.", f"the {t} is gone"
+        text, exp = (
+            f"Remove the {t} at the {loc} and fill the area with its surroundings.",
+            f"the {t} is gone",
+        )
     elif kind == "copy_move":
         change = free_box(b, rng)
         dloc = position_name((change[0] + change[2]) / 2, (change[1] + change[3]) / 2)
@@ -67,33 +85,60 @@ def make_instruction(kind: str, ent: dict[str, Any], rng: np.random.Generator,
         exp = f"a second {t} appears at the {dloc}"
     elif kind == "splice":
         assert donor is not None
-        w, h = min(0.4, donor["bbox"][2] - donor["bbox"][0]), min(0.4, donor["bbox"][3] - donor["bbox"][1])
+        w, h = (
+            min(0.4, donor["bbox"][2] - donor["bbox"][0]),
+            min(0.4, donor["bbox"][3] - donor["bbox"][1]),
+        )
         x0, y0 = rng.uniform(0, 1 - w), rng.uniform(0, 1 - h)
         change = [round(float(v), 4) for v in (x0, y0, x0 + w, y0 + h)]
         dloc = position_name(x0 + w / 2, y0 + h / 2)
-        params = {"donor_image_id": donor["image_id"], "donor_blob": donor["blob"],
-                  "donor_bbox": donor["bbox"], "donor_entity": donor["name"]}
-        text = f"Insert a {donor['name']} taken from another photograph at the {dloc}, over the {t}."
+        params = {
+            "donor_image_id": donor["image_id"],
+            "donor_blob": donor["blob"],
+            "donor_bbox": donor["bbox"],
+            "donor_entity": donor["name"],
+        }
+        text = (
+            f"Insert a {donor['name']} taken from another photograph at the {dloc}, over the {t}."
+        )
         exp = f"a {donor['name']} appears at the {dloc}"
         t = donor["name"]
         loc = dloc
     elif kind == "local_warp":
-        text, exp = f"Skew the {t} at the {loc} with a local perspective warp.", f"the {t} looks tilted"
+        text, exp = (
+            f"Skew the {t} at the {loc} with a local perspective warp.",
+            f"the {t} looks tilted",
+        )
     elif kind == "liquify":
         mode = str(rng.choice(["bulge", "pinch"]))
         params = {"mode": mode}
         verb = "Enlarge" if mode == "bulge" else "Shrink"
-        text, exp = f"{verb} the centre of the {t} at the {loc} with a smooth deformation.", f"the {t} is deformed"
+        text, exp = (
+            f"{verb} the centre of the {t} at the {loc} with a smooth deformation.",
+            f"the {t} is deformed",
+        )
     elif kind == "lighting":
         gain = float(rng.choice([0.5, -0.45]))
         params = {"gain": gain}
         word = "Brighten" if gain > 0 else "Darken"
-        text, exp = f"{word} the light falling on the {t} at the {loc}.", f"the {t} is {'brighter' if gain > 0 else 'darker'}"
+        text, exp = (
+            f"{word} the light falling on the {t} at the {loc}.",
+            f"the {t} is {'brighter' if gain > 0 else 'darker'}",
+        )
     else:  # pragma: no cover - guarded by config validation
         raise ValueError(kind)
-    return {"text": text, "family": FAMILY[kind], "kind": kind, "target": t, "location_hint": loc,
-            "bbox": [round(v, 4) for v in b], "change_bbox": change, "expected_change": exp,
-            "difficulty": difficulty(kind, change), "params": dumps(params)}
+    return {
+        "text": text,
+        "family": FAMILY[kind],
+        "kind": kind,
+        "target": t,
+        "location_hint": loc,
+        "bbox": [round(v, 4) for v in b],
+        "change_bbox": change,
+        "expected_change": exp,
+        "difficulty": difficulty(kind, change),
+        "params": dumps(params),
+    }
 
 
 class Instructions(Stage):
@@ -123,27 +168,55 @@ class Instructions(Stage):
             p = weights / weights.sum()
             chosen = list(rng.choice(kinds, size=min(n, len(kinds)), replace=False, p=p))
             if not local:
-                out.append({"instruction_id": f"{row['image_id']}-i0", "image_id": row["image_id"],
-                            "status": "error", "error": "no target region found in the caption entities or image",
-                            "retryable": False, "backend": "offline", "stage_version": self.version})
+                out.append(
+                    {
+                        "instruction_id": f"{row['image_id']}-i0",
+                        "image_id": row["image_id"],
+                        "status": "error",
+                        "error": "no target region found in the caption entities or image",
+                        "retryable": False,
+                        "backend": "offline",
+                        "stage_version": self.version,
+                    }
+                )
                 continue
             for idx, kind in enumerate(chosen):
-                ent = local[int(rng.integers(len(local)))] if kind != "lighting" else ents[int(rng.integers(len(ents)))]
+                ent = (
+                    local[int(rng.integers(len(local)))]
+                    if kind != "lighting"
+                    else ents[int(rng.integers(len(ents)))]
+                )
                 donor = None
                 if kind == "splice":
                     if not others:
                         kind = "copy_move"
                     else:
                         o = others[int(rng.integers(len(others)))]
-                        oents = [e for e in json.loads(o["entities"] or "[]") if 0.005 < area(e["bbox"]) <= LOCAL_MAX_AREA]
+                        oents = [
+                            e
+                            for e in json.loads(o["entities"] or "[]")
+                            if 0.005 < area(e["bbox"]) <= LOCAL_MAX_AREA
+                        ]
                         if not oents:
                             kind = "copy_move"
                         else:
                             e = oents[int(rng.integers(len(oents)))]
                             donor = {"image_id": o["image_id"], "blob": o["blob"], **e}
                 ins = make_instruction(kind, ent, rng, donor)
-                out.append({"instruction_id": f"{row['image_id']}-i{idx}", "image_id": row["image_id"],
-                            "blob": row["blob"], "caption": row["caption"], "idx": idx, **ins,
-                            "status": "ok", "backend": "offline", "model": "rules-v1",
-                            "seed": int(rng.integers(2**62)), "stage_version": self.version, "elapsed_ms": 0.0})
+                out.append(
+                    {
+                        "instruction_id": f"{row['image_id']}-i{idx}",
+                        "image_id": row["image_id"],
+                        "blob": row["blob"],
+                        "caption": row["caption"],
+                        "idx": idx,
+                        **ins,
+                        "status": "ok",
+                        "backend": "offline",
+                        "model": "rules-v1",
+                        "seed": int(rng.integers(2**62)),
+                        "stage_version": self.version,
+                        "elapsed_ms": 0.0,
+                    }
+                )
         return self.to_table(out)

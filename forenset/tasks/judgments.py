@@ -9,9 +9,23 @@ from forenset.backends.rule_judge import judge
 from forenset.schemas.judgments import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec
 
-CARRY = ("candidate_id", "instruction_id", "image_id", "generator", "generator_family",
-         "source_blob", "blob", "caption", "instruction", "kind", "family", "truth",
-         "differences", "psnr", "ssim")
+CARRY = (
+    "candidate_id",
+    "instruction_id",
+    "image_id",
+    "generator",
+    "generator_family",
+    "source_blob",
+    "blob",
+    "caption",
+    "instruction",
+    "kind",
+    "family",
+    "truth",
+    "differences",
+    "psnr",
+    "ssim",
+)
 
 
 class Judgments(RowStage):
@@ -28,13 +42,27 @@ class Judgments(RowStage):
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
         c = self.ctx.config.judgments
-        v = judge(json.loads(row["instruction"]), json.loads(row["differences"]),
-                  keep_score=c.keep_score, borderline_score=c.borderline_score,
-                  offtarget_dominance=c.offtarget_dominance, max_offtarget_frac=c.max_offtarget_frac)
-        keep = v["verdict"] == "KEEP" or (v["verdict"] == "BORDERLINE" and c.borderline_policy == "keep")
+        v = judge(
+            json.loads(row["instruction"]),
+            json.loads(row["differences"]),
+            keep_score=c.keep_score,
+            borderline_score=c.borderline_score,
+            offtarget_dominance=c.offtarget_dominance,
+            max_offtarget_frac=c.max_offtarget_frac,
+        )
+        keep = v["verdict"] == "KEEP" or (
+            v["verdict"] == "BORDERLINE" and c.borderline_policy == "keep"
+        )
         review = v["verdict"] == "BORDERLINE" and c.borderline_policy == "review"
-        yield {**{k: row[k] for k in CARRY}, **v, "rule_version": c.rule_version + "/" + v["rule_version"],
-               "keep": keep, "review": review, "backend": "offline", "model": v["rule_version"]}
+        yield {
+            **{k: row[k] for k in CARRY},
+            **v,
+            "rule_version": c.rule_version + "/" + v["rule_version"],
+            "keep": keep,
+            "review": review,
+            "backend": "offline",
+            "model": v["rule_version"],
+        }
 
     def counts(self, table):
         out = super().counts(table)

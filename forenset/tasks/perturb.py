@@ -31,9 +31,20 @@ class Perturbations(SplitPartitioned, RowStage):
             seed = derive_seed(self.ctx.seed, self.name, row["split"], row["sample_id"], v)
             out, rec = perturb_image(clean, split=row["split"], seed=seed, config=pcfg)
             q = quality(clean, out)
-            yield {"perturbation_id": f"{row['sample_id']}-p{v}", "sample_id": row["sample_id"],
-                   "label": row["label"], "split": row["split"], "variant": v, "clean_blob": row["blob"],
-                   "blob": self.ctx.store.put_blob(encode_png(out)), "schedule": rec["schedule"],
-                   "ops": json.dumps(rec["ops"], sort_keys=True), "op_names": [o["name"] for o in rec["ops"]],
-                   "psnr": q["psnr"], "ssim": q["ssim"], "seed": seed, "backend": "offline",
-                   "model": "perturbation-catalogue"}
+            yield {
+                "perturbation_id": f"{row['sample_id']}-p{v}",
+                "sample_id": row["sample_id"],
+                "label": row["label"],
+                "split": row["split"],
+                "variant": v,
+                "clean_blob": row["blob"],
+                "blob": self.ctx.store.put_blob(encode_png(out)),
+                "schedule": rec["schedule"],
+                "ops": json.dumps(rec["ops"], sort_keys=True),
+                "op_names": [o["name"] for o in rec["ops"]],
+                "psnr": q["psnr"],
+                "ssim": q["ssim"],
+                "seed": seed,
+                "backend": "offline",
+                "model": "perturbation-catalogue",
+            }

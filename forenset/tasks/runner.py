@@ -31,6 +31,12 @@ def execute_shard(stage: Stage, spec: ShardSpec) -> ShardInfo:
     counts = stage.counts(out)
     counts["ms"] = int((time.perf_counter() - t0) * 1000)
     return stage.ctx.store.write_shard(
-        stage.name, spec.shard_id, out, fingerprint=spec.fingerprint, partition=spec.partition,
-        counts=counts, inputs=spec.input_ids(), content_columns=(stage.key, "status", "error"),
+        stage.name,
+        spec.shard_id,
+        out,
+        fingerprint=spec.fingerprint,
+        partition=spec.partition,
+        counts=counts,
+        inputs=spec.input_ids(),
+        content_columns=(stage.key, "status", "error"),
     )

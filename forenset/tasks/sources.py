@@ -184,6 +184,11 @@ class Sources(RowStage):
 
         it = json.loads(row["item"])
         keep = {k: it.get(k) for k in ("image_id", "source", "name", "uri", "sha256", "license")}
-        return {**keep, "status": "error", "error": message, "retryable": retryable,
-                "backend": "offline", "model": "pillow"}
-
+        return {
+            **keep,
+            "status": "error",
+            "error": message,
+            "retryable": retryable,
+            "backend": "offline",
+            "model": "pillow",
+        }

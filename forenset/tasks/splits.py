@@ -50,24 +50,52 @@ class Splits(Stage):
         out = []
         for r in batch.to_pylist():
             split = assign_split(self.ctx.seed, r["image_id"], c.fractions)
-            common = {"split": split, "status": "ok", "backend": "rules", "stage_version": self.version,
-                      "elapsed_ms": 0.0}
+            common = {
+                "split": split,
+                "status": "ok",
+                "backend": "rules",
+                "stage_version": self.version,
+                "elapsed_ms": 0.0,
+            }
             if shard.params["label"] == "real":
-                out.append({"sample_id": r["image_id"], "label": "real", "image_id": r["image_id"],
-                            "generator": "real", "generator_family": "real", "holdout": False,
-                            "blob": r["blob"], "source_blob": r["blob"], "caption": r["caption"],
-                            "entities": r["entities"], **common})
+                out.append(
+                    {
+                        "sample_id": r["image_id"],
+                        "label": "real",
+                        "image_id": r["image_id"],
+                        "generator": "real",
+                        "generator_family": "real",
+                        "holdout": False,
+                        "blob": r["blob"],
+                        "source_blob": r["blob"],
+                        "caption": r["caption"],
+                        "entities": r["entities"],
+                        **common,
+                    }
+                )
                 continue
             if not r["keep"]:
                 continue
             holdout = r["generator_family"] in c.holdout_families
             if holdout and split != "test":
                 continue  # a held-out generator may not leak into training data
-            out.append({"sample_id": r["candidate_id"], "label": "fake", "image_id": r["image_id"],
-                        "candidate_id": r["candidate_id"], "generator": r["generator"],
-                        "generator_family": r["generator_family"], "holdout": holdout,
-                        "blob": r["blob"], "source_blob": r["source_blob"], "caption": r["caption"],
-                        "instruction": r["instruction"], "differences": r["differences"], **common})
+            out.append(
+                {
+                    "sample_id": r["candidate_id"],
+                    "label": "fake",
+                    "image_id": r["image_id"],
+                    "candidate_id": r["candidate_id"],
+                    "generator": r["generator"],
+                    "generator_family": r["generator_family"],
+                    "holdout": holdout,
+                    "blob": r["blob"],
+                    "source_blob": r["source_blob"],
+                    "caption": r["caption"],
+                    "instruction": r["instruction"],
+                    "differences": r["differences"],
+                    **common,
+                }
+            )
         return self.to_table(out)
 
 
@@ -79,8 +107,16 @@ class SplitPartitioned(Stage):
 
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
         t = self.ctx.store.read_shard(upstream, columns=["split", "status"])
-        values = sorted({s for s, st in zip(t["split"].to_pylist(), t["status"].to_pylist(), strict=True) if st == "ok"})
-        return [self.spec(upstream.shard_id, {"split": v}, [upstream], {"split": v}) for v in values]
+        values = sorted(
+            {
+                s
+                for s, st in zip(t["split"].to_pylist(), t["status"].to_pylist(), strict=True)
+                if st == "ok"
+            }
+        )
+        return [
+            self.spec(upstream.shard_id, {"split": v}, [upstream], {"split": v}) for v in values
+        ]
 
     def read_inputs(self, shard: ShardSpec) -> pa.Table:
         import pyarrow.compute as pc

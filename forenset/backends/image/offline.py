@@ -20,7 +20,16 @@ from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResu
 from forenset.config import GeneratorConfig
 from forenset.seeds import rng_for
 
-HUES = {"red": 0, "orange": 15, "yellow": 28, "green": 60, "cyan": 90, "blue": 115, "purple": 140, "magenta": 160}
+HUES = {
+    "red": 0,
+    "orange": 15,
+    "yellow": 28,
+    "green": 60,
+    "cyan": 90,
+    "blue": 115,
+    "purple": 140,
+    "magenta": 160,
+}
 FAULTS = ("missing", "partial", "offtarget", "artifacts")
 
 
@@ -31,7 +40,9 @@ def box_px(b: list[float], w: int, h: int) -> tuple[int, int, int, int]:
     return X0, Y0, X1, Y1
 
 
-def ellipse_mask(h: int, w: int, box: tuple[int, int, int, int], feather: float = 0.15) -> np.ndarray:
+def ellipse_mask(
+    h: int, w: int, box: tuple[int, int, int, int], feather: float = 0.15
+) -> np.ndarray:
     """A soft elliptical mask (float 0..1) filling the box."""
     x0, y0, x1, y1 = box
     m = np.zeros((h, w), np.float32)
@@ -53,7 +64,12 @@ class OfflineEditor:
     # -- contract ------------------------------------------------------------
     def generate(self, requests: list[GenerateRequest]) -> list[ImageResult]:
         return [
-            ImageResult(None, "error", "the offline backend edits photos; it cannot generate from text", False)
+            ImageResult(
+                None,
+                "error",
+                "the offline backend edits photos; it cannot generate from text",
+                False,
+            )
             for _ in requests
         ]
 
@@ -76,7 +92,9 @@ class OfflineEditor:
         try:
             out = self.apply(ins["kind"], img, box, ins, strength, rng, req.donor)
         except (ValueError, cv2.error) as e:
-            return ImageResult(None, "error", f"{ins['kind']} failed: {e}", False, time.perf_counter() - t0)
+            return ImageResult(
+                None, "error", f"{ins['kind']} failed: {e}", False, time.perf_counter() - t0
+            )
         if fault == "missing":
             out = img + rng.normal(0, 0.6, img.shape).astype(np.float32)  # re-encoded, unedited
         elif fault == "offtarget":
@@ -88,8 +106,13 @@ class OfflineEditor:
             Image.fromarray(res),
             latency_s=time.perf_counter() - t0,
             model=self.cfg.model,
-            params={"kind": ins["kind"], "strength": strength, "inpaint": self.cfg.inpaint,
-                    "blend": self.cfg.blend, "box": box},
+            params={
+                "kind": ins["kind"],
+                "strength": strength,
+                "inpaint": self.cfg.inpaint,
+                "blend": self.cfg.blend,
+                "box": box,
+            },
             truth={"fault": fault or "none", "expected": "DISCARD" if fault else "KEEP"},
         )
 
@@ -104,8 +127,16 @@ class OfflineEditor:
         return None
 
     # -- manipulations -------------------------------------------------------------
-    def apply(self, kind: str, img: np.ndarray, box: list[float], ins: dict[str, Any],
-              strength: float, rng: np.random.Generator, donor: Image.Image | None) -> np.ndarray:
+    def apply(
+        self,
+        kind: str,
+        img: np.ndarray,
+        box: list[float],
+        ins: dict[str, Any],
+        strength: float,
+        rng: np.random.Generator,
+        donor: Image.Image | None,
+    ) -> np.ndarray:
         h, w = img.shape[:2]
         B = box_px(box, w, h)
         p = ins.get("params") or {}
@@ -115,13 +146,13 @@ class OfflineEditor:
             return self.remove(img, B, strength)
         if kind == "copy_move":
             src = box_px(ins["bbox"], w, h)
-            return self.paste(img, img[src[1]:src[3], src[0]:src[2]], B, strength)
+            return self.paste(img, img[src[1] : src[3], src[0] : src[2]], B, strength)
         if kind == "splice":
             d = np.asarray((donor or Image.fromarray(img[:, ::-1].astype(np.uint8))).convert("RGB"))
             db = p.get("donor_bbox", [0.3, 0.3, 0.7, 0.7])
             dh, dw = d.shape[:2]
             s = box_px(db, dw, dh)
-            return self.paste(img, d[s[1]:s[3], s[0]:s[2]].astype(np.float32), B, strength)
+            return self.paste(img, d[s[1] : s[3], s[0] : s[2]].astype(np.float32), B, strength)
         if kind == "local_warp":
             return self.warp(img, B, strength, rng)
         if kind == "liquify":
@@ -146,7 +177,13 @@ class OfflineEditor:
         flag = cv2.INPAINT_TELEA if self.cfg.inpaint == "telea" else cv2.INPAINT_NS
         # inpaint at reduced size for speed, then upsample only the filled area
         scale = min(1.0, 256 / max(h, w))
-        small = cv2.resize(np.clip(img, 0, 255).astype(np.uint8), None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        small = cv2.resize(
+            np.clip(img, 0, 255).astype(np.uint8),
+            None,
+            fx=scale,
+            fy=scale,
+            interpolation=cv2.INTER_AREA,
+        )
         sm = cv2.resize(m, (small.shape[1], small.shape[0]), interpolation=cv2.INTER_NEAREST)
         filled = cv2.inpaint(small, sm, 5, flag)
         filled = cv2.resize(filled, (w, h), interpolation=cv2.INTER_CUBIC).astype(np.float32)
@@ -155,7 +192,9 @@ class OfflineEditor:
 
     def paste(self, img: np.ndarray, patch: np.ndarray, B, strength: float) -> np.ndarray:
         x0, y0, x1, y1 = B
-        patch = cv2.resize(np.ascontiguousarray(patch), (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+        patch = cv2.resize(
+            np.ascontiguousarray(patch), (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR
+        )
         if self.cfg.blend == "poisson" and min(x1 - x0, y1 - y0) > 8:
             h, w = img.shape[:2]
             mask = np.zeros(patch.shape[:2], np.uint8)
@@ -163,10 +202,14 @@ class OfflineEditor:
             cv2.ellipse(mask, ((x1 - x0) // 2, (y1 - y0) // 2), axes, 0, 0, 360, 255, -1)
             center = ((x0 + x1) // 2, (y0 + y1) // 2)
             dst = np.clip(img, 0, 255).astype(np.uint8)
-            out = cv2.seamlessClone(np.clip(patch, 0, 255).astype(np.uint8), dst, mask, center, cv2.NORMAL_CLONE)
+            out = cv2.seamlessClone(
+                np.clip(patch, 0, 255).astype(np.uint8), dst, mask, center, cv2.NORMAL_CLONE
+            )
             return out.astype(np.float32)
         out = img.copy()
-        m = ellipse_mask(y1 - y0, x1 - x0, (0, 0, x1 - x0, y1 - y0), feather=0.1)[..., None] * min(1.0, strength)
+        m = ellipse_mask(y1 - y0, x1 - x0, (0, 0, x1 - x0, y1 - y0), feather=0.1)[..., None] * min(
+            1.0, strength
+        )
         out[y0:y1, x0:x1] = img[y0:y1, x0:x1] * (1 - m) + patch * m
         return out
 
@@ -178,7 +221,9 @@ class OfflineEditor:
         dst = (src + jit).astype(np.float32)
         M = cv2.getPerspectiveTransform(src, dst)
         h, w = img.shape[:2]
-        warped = cv2.warpPerspective(img, M, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+        warped = cv2.warpPerspective(
+            img, M, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+        )
         m = ellipse_mask(h, w, B, feather=0.12)[..., None]
         return img * (1 - m) + warped * m
 

@@ -1,0 +1,44 @@
+"""Shared fixtures: an isolated Prefect home, small build configs, a bad-input corpus."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_PREFECT_HOME = tempfile.mkdtemp(prefix="forenset-prefect-")
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def small_config_dict(run_dir: Path | str, **over) -> dict:
+    cfg = {
+        "seed": 3,
+        "run_dir": str(run_dir),
+        "shard_size": 2,
+        "sources": {"samples": ["astronaut", "coffee", "chelsea", "rocket"], "max_side": 96},
+        "generators": [
+            {"name": "cv-a", "family": "classical"},
+            {
+                "name": "cv-faulty",
+                "family": "faulty",
+                "faults": {"missing": 0.3, "offtarget": 0.2, "artifacts": 0.2},
+            },
+        ],
+        "splits": {"fractions": {"train": 0.5, "validation": 0.25, "test": 0.25}},
+        "runners": {"default": {"kind": "threads", "max_workers": 2}},
+    }
+    cfg.update(over)
+    return cfg
+
+
+@pytest.fixture
+def small_cfg(tmp_path):
+    from forenset.config import validate_config
+
+    return validate_config(small_config_dict(tmp_path / "run"))

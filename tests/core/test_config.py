@@ -1,0 +1,40 @@
+import pytest
+
+from forenset.config import DEFAULT_CONFIG, ConfigError, load_config, validate_config
+
+
+def test_demo_config_is_default_and_valid():
+    cfg = load_config(None)
+    assert DEFAULT_CONFIG.name == "demo.yaml"
+    assert len(cfg.generators) >= 3
+    assert cfg.config_hash() == load_config(DEFAULT_CONFIG).config_hash()
+
+
+def test_unknown_key_is_one_sentence_naming_it():
+    with pytest.raises(ConfigError) as e:
+        validate_config({"generators": [{"name": "g", "famly": "x"}]}, "x.yaml")
+    msg = str(e.value)
+    assert "generators.0.famly" in msg and "unknown key" in msg
+    assert "\n" not in msg and msg.endswith(".")
+
+
+def test_bad_value_names_the_key():
+    with pytest.raises(ConfigError) as e:
+        validate_config({"splits": {"fractions": {"train": 0.9, "validation": 0.3, "test": 0.0}}})
+    assert "splits.fractions" in str(e.value) and "sum to 1" in str(e.value)
+    with pytest.raises(ConfigError, match="shard_size"):
+        validate_config({"shard_size": 0})
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    p = tmp_path / "bad.yaml"
+    p.write_text("seed: [1,\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(p)
+
+
+def test_duplicate_generator_names_rejected():
+    with pytest.raises(ConfigError, match="unique"):
+        validate_config({"generators": [{"name": "a"}, {"name": "a"}]})

@@ -1,0 +1,108 @@
+import pyarrow as pa
+
+from forenset.store.run_store import RunStore, fingerprint
+
+
+def test_blobs_are_content_addressed(tmp_path):
+    s = RunStore(str(tmp_path))
+    a = s.put_blob(b"hello", "png")
+    assert a == s.put_blob(b"hello", "png")
+    assert a.startswith("blobs/2c/") and a.endswith(".png")
+    assert s.get_blob(a) == b"hello"
+    assert s.put_blob(b"other") != a
+
+
+def test_shard_commit_is_atomic_and_footer_carries_metadata(tmp_path):
+    s = RunStore(str(tmp_path))
+    t = pa.table({"id": ["a", "b"], "status": ["ok", "error"]})
+    info = s.write_shard(
+        "x",
+        "shard-0",
+        t,
+        fingerprint="fp1",
+        partition={"generator": "g"},
+        counts={"ok": 1},
+        content_columns=["id", "status"],
+    )
+    assert info.path == "stages/x/generator=g/shard-0.parquet"
+    assert not list(tmp_path.rglob("*.tmp-*"))
+    back = s.shard_info("x", "shard-0", {"generator": "g"})
+    assert back.fingerprint == "fp1" and back.counts == {"ok": 1} and back.rows == 2
+    assert back.content_id == info.content_id
+    assert s.read_shard(back).to_pylist() == t.to_pylist()
+    assert s.shard_info("x", "missing", {}) is None
+
+
+def test_content_id_ignores_non_content_columns(tmp_path):
+    s = RunStore(str(tmp_path))
+    a = s.write_shard(
+        "x",
+        "a",
+        pa.table({"id": ["1"], "status": ["ok"], "elapsed_ms": [1.0]}),
+        fingerprint="f",
+        content_columns=["id", "status"],
+    )
+    b = s.write_shard(
+        "x",
+        "b",
+        pa.table({"id": ["1"], "status": ["ok"], "elapsed_ms": [9.0]}),
+        fingerprint="f",
+        content_columns=["id", "status"],
+    )
+    c = s.write_shard(
+        "x",
+        "c",
+        pa.table({"id": ["1"], "status": ["error"], "elapsed_ms": [9.0]}),
+        fingerprint="f",
+        content_columns=["id", "status"],
+    )
+    assert a.content_id == b.content_id != c.content_id
+
+
+def test_fingerprint_depends_on_every_part():
+    base = fingerprint("s", "1", {"a": 1}, ["x"])
+    assert base == fingerprint("s", "1", {"a": 1}, ["x"])
+    assert (
+        len(
+            {
+                base,
+                fingerprint("t", "1", {"a": 1}, ["x"]),
+                fingerprint("s", "2", {"a": 1}, ["x"]),
+                fingerprint("s", "1", {"a": 2}, ["x"]),
+                fingerprint("s", "1", {"a": 1}, ["y"]),
+            }
+        )
+        == 5
+    )
+
+
+def test_fsspec_memory_uri_works():
+    s = RunStore("memory://forenset-test-run")
+    ref = s.put_blob(b"abc")
+    assert s.get_blob(ref) == b"abc"
+    info = s.write_shard("x", "s0", pa.table({"id": ["1"], "status": ["ok"]}), fingerprint="f")
+    assert s.shard_info("x", "s0", {}).fingerprint == "f"
+    s.write_manifest("x", [info])
+    assert s.manifest("x")[0].path == info.path
+
+
+def test_lock_refuses_second_holder_and_takes_over_stale(tmp_path):
+    import json
+    import os
+
+    import pytest
+
+    from forenset.store.run_store import RunLockedError
+
+    s = RunStore(str(tmp_path))
+    s.acquire_lock()
+    with pytest.raises(RunLockedError, match="being built"):
+        # same process pid is alive -> refused
+        RunStore(str(tmp_path)).acquire_lock()
+    s.release_lock()
+    (tmp_path / "build.lock").write_text(
+        json.dumps({"pid": 2**22 + 12345, "host": os.uname().nodename})
+    )
+    s.acquire_lock()  # dead pid: taken over
+    s.release_lock()
+    assert not (tmp_path / "build.lock").exists()
