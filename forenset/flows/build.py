@@ -292,6 +292,7 @@ def run_build(
     store = RunStore(run_uri)
     store.acquire_lock()
     try:
+        store.remove_temp_files()
         store.write_bytes_atomic("config.yaml", _yaml(cfg.resolved()).encode())
         store.write_bytes_atomic("config_hash.txt", (cfg.config_hash() + "\n").encode())
         f = flow(build_flow_fn, name="forenset-build", log_prints=False, validate_parameters=False)

@@ -233,6 +233,16 @@ class RunStore:
         else:
             self.write_json(rel, me)  # object stores: advisory only
 
+    def remove_temp_files(self) -> int:
+        """Delete temporaries left by a killed build (call only while holding the lock)."""
+        base = self.path("stages")
+        if not self.fs.exists(base):
+            return 0
+        tmps = [p for p in self.fs.find(base) if ".tmp-" in posixpath.basename(p)]
+        for p in tmps:
+            self.fs.rm(p)
+        return len(tmps)
+
     def release_lock(self) -> None:
         try:
             held = self.read_json("build.lock", default={}) or {}
