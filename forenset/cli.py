@@ -110,8 +110,8 @@ def build(
             str(s["rows"]),
             str(s["ok"]),
             str(s["error"]),
-            str(s["kept"]) if name == "judgments" else "",
-            str(s["discarded"]) if name == "judgments" else "",
+            str(s["kept"]) if name == "verdicts" else "",
+            str(s["discarded"]) if name == "verdicts" else "",
             f"{s['seconds']:.1f}",
         )
     console.print(table)
@@ -159,8 +159,8 @@ def status(run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")]
             str(sum(x.rows for x in shards)),
             str(c["ok"]),
             str(c["error"]),
-            str(c["kept"]) if s.name == "judgments" else "",
-            str(c["discarded"]) if s.name == "judgments" else "",
+            str(c["kept"]) if s.name == "verdicts" else "",
+            str(c["discarded"]) if s.name == "verdicts" else "",
         )
     console.print(table)
     assert isinstance(store, RunStore)

@@ -102,12 +102,30 @@ class DiffsConfig(ModelStageConfig):
 
 
 class JudgmentsConfig(ModelStageConfig):
-    rule_version: str = "rules-v1"
-    keep_score: float = Field(0.6, ge=0, le=1)
-    borderline_score: float = Field(0.35, ge=0, le=1)
+    """The judge(s). The offline rule judge's evidence thresholds are its 'prompt'."""
+
     offtarget_dominance: float = Field(1.0, gt=0)  # off/in ratio above which off-target dominates
     max_offtarget_frac: float = Field(0.06, ge=0, le=1)
+
+
+class VerdictsConfig(Strict):
+    """The versioned aggregation rule: judges' raw records -> one verdict per candidate.
+
+    Changing a threshold here re-runs verdicts and what follows, never a judge call.
+    """
+
+    rule_version: str = "agg-v1"
+    combine: Literal["mean", "min", "max"] = "mean"
+    keep_score: float = Field(0.6, ge=0, le=1)
+    borderline_score: float = Field(0.35, ge=0, le=1)
+    hard_discard: list[str] = ["off_target", "severe_artifacts"]  # any judge saying so discards
     borderline_policy: Literal["keep", "drop", "review"] = "drop"
+
+    @model_validator(mode="after")
+    def _order(self) -> VerdictsConfig:
+        if self.borderline_score > self.keep_score:
+            raise ValueError("borderline_score must not exceed keep_score")
+        return self
 
 
 class SplitsConfig(Strict):
@@ -151,6 +169,7 @@ class BuildConfig(Strict):
     generators: list[GeneratorConfig] = [GeneratorConfig(name="cv-telea")]
     diffs: DiffsConfig = DiffsConfig()
     judgments: JudgmentsConfig = JudgmentsConfig()
+    verdicts: VerdictsConfig = VerdictsConfig()
     splits: SplitsConfig = SplitsConfig()
     perturbations: PerturbationsStageConfig = PerturbationsStageConfig()
     explanations: ExplanationsConfig = ExplanationsConfig()

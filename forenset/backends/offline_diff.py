@@ -129,3 +129,57 @@ def pixel_differences(
         "tone_shift": tone,
         "mask": m,
     }
+
+
+def ground(
+    differences: list[dict[str, Any]],
+    mask: np.ndarray,
+    *,
+    min_changed: float = 0.05,
+    missed_min_area: float = 0.01,
+) -> dict[str, Any]:
+    """Cross-check listed differences against the pixel-change mask.
+
+    A listed difference is *hallucinated* when under ``min_changed`` of its box changed; a
+    connected pixel change of at least ``missed_min_area`` of the image is *missed* when no
+    listed box covers it. Artefact entries (whole-image) are not checked against the mask.
+    """
+    h, w = mask.shape
+    m = mask.astype(bool)
+    halluc = []
+    covered = np.zeros_like(m)
+    for d in differences:
+        if d.get("change_type") == "artifact" or not d.get("bbox"):
+            continue
+        x0, y0 = int(d["bbox"][0] * w), int(d["bbox"][1] * h)
+        x1, y1 = (
+            max(x0 + 1, int(np.ceil(d["bbox"][2] * w))),
+            max(y0 + 1, int(np.ceil(d["bbox"][3] * h))),
+        )
+        if m[y0:y1, x0:x1].mean() < min_changed:
+            halluc.append(d.get("id"))
+        covered[y0:y1, x0:x1] = True
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(m.astype(np.uint8), connectivity=8)
+    missed = []
+    for i in range(1, n):
+        x, y, bw, bh, cnt = stats[i]
+        if cnt / (h * w) < missed_min_area:
+            continue
+        if covered[labels == i].mean() < 0.5:
+            missed.append(
+                {
+                    "bbox": [
+                        round(x / w, 4),
+                        round(y / h, 4),
+                        round((x + bw) / w, 4),
+                        round((y + bh) / h, 4),
+                    ],
+                    "area": round(float(cnt / (h * w)), 5),
+                }
+            )
+    listed = [d for d in differences if d.get("change_type") != "artifact"]
+    return {
+        "hallucinated": halluc,
+        "missed": missed,
+        "hallucination_rate": round(len(halluc) / len(listed), 4) if listed else 0.0,
+    }

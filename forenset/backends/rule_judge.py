@@ -27,26 +27,49 @@ def expand(b: list[float], margin: float) -> list[float]:
     ]
 
 
+KEEP_SCORE, BORDERLINE_SCORE = 0.6, 0.35  # the rule judge's own opinion; verdicts re-threshold
+
+
 def judge(
     instruction: dict[str, Any],
     differences: list[dict[str, Any]],
     *,
-    keep_score: float,
-    borderline_score: float,
     offtarget_dominance: float,
     max_offtarget_frac: float,
+    grounding: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Score how well the listed differences match the instructed change.
+
+    Differences the grounding check marked hallucinated are ignored; large pixel changes the
+    extractor missed count as unlisted evidence (off-target when outside the target).
+    """
+    g = grounding or {}
+    halluc = set(g.get("hallucinated", []))
+    evidence = [d for d in differences if d.get("id") not in halluc]
+    evidence += [
+        {
+            "id": f"missed{i}",
+            "change_type": "unlisted change",
+            "bbox": m["bbox"],
+            "area": m["area"],
+            "salience": 2,
+        }
+        for i, m in enumerate(g.get("missed", []))
+    ]
     target = expand(list(instruction["change_bbox"]), 0.06)
     exp_area = _area(list(instruction["change_bbox"]))
     inside = outside = 0.0
-    artifacts = [d for d in differences if d.get("change_type") == "artifact"]
-    for d in differences:
+    faint_inside = True
+    artifacts = [d for d in evidence if d.get("change_type") == "artifact"]
+    for d in evidence:
         if d.get("change_type") == "artifact":
             continue
         box, a = d["bbox"], float(d.get("area", _area(d["bbox"])))
         share = _inter(box, target) / max(1e-9, _area(box))
         inside += a * share
         outside += a * (1 - share)
+        if share > 0.5 and int(d.get("salience", 1)) > 1:
+            faint_inside = False
     # an ellipse inside the box covers ~pi/4 of it; ask for half of that to count as complete
     match = min(1.0, inside / max(1e-6, 0.4 * exp_area))
     penalty = min(1.0, outside / max(1e-6, max_offtarget_frac * 2))
@@ -64,10 +87,13 @@ def judge(
     elif inside <= 1e-6:
         verdict, cat = "DISCARD", "edit_missing"
         why = "no difference was found at the instructed location"
-    elif final >= keep_score:
+    elif faint_inside and final < KEEP_SCORE:
+        verdict, cat = "BORDERLINE", "ambiguous"
+        why = "only faint (salience 1) changes at the target: the edit cannot be verified"
+    elif final >= KEEP_SCORE:
         verdict, cat = "KEEP", "none"
         why = f"the change at the target covers {match * 100:.0f}% of what the edit needs, with little elsewhere"
-    elif final >= borderline_score:
+    elif final >= BORDERLINE_SCORE:
         verdict, cat = "BORDERLINE", "edit_partial"
         why = f"the change at the target is partial (score {final:.2f})"
     else:
@@ -81,4 +107,49 @@ def judge(
         "failure_category": cat,
         "rationale": why,
         "rule_version": RULE_VERSION,
+    }
+
+
+def aggregate(
+    records: list[dict[str, Any]],
+    *,
+    combine: str,
+    keep_score: float,
+    borderline_score: float,
+    hard_discard: list[str],
+) -> dict[str, Any]:
+    """Many judges' raw records -> one verdict. Pure function of the records and the rule."""
+    scores = [float(r["final_score"]) for r in records]
+    score = {"mean": sum(scores) / len(scores), "min": min(scores), "max": max(scores)}[combine]
+    cats = [r["failure_category"] for r in records]
+    hard = [c for c in cats if c in hard_discard]
+    if hard:
+        cat = max(set(hard), key=hard.count)
+        return {
+            "score": score,
+            "verdict": "DISCARD",
+            "failure_category": cat,
+            "rationale": next(r["rationale"] for r in records if r["failure_category"] == cat),
+        }
+    if all(c == "edit_missing" for c in cats):
+        return {
+            "score": score,
+            "verdict": "DISCARD",
+            "failure_category": "edit_missing",
+            "rationale": records[0]["rationale"],
+        }
+    if score >= keep_score:
+        verdict = "KEEP"
+    elif score >= borderline_score or any(c == "ambiguous" for c in cats):
+        verdict = "BORDERLINE"
+    else:
+        verdict = "DISCARD"
+    bad = [c for c in cats if c != "none"]
+    cat = "none" if verdict == "KEEP" else (max(set(bad), key=bad.count) if bad else "edit_partial")
+    best = min(records, key=lambda r: abs(float(r["final_score"]) - score))
+    return {
+        "score": score,
+        "verdict": verdict,
+        "failure_category": cat,
+        "rationale": best["rationale"],
     }

@@ -27,6 +27,7 @@ from forenset.tasks.perturb import Perturbations
 from forenset.tasks.runner import context_for, execute_shard
 from forenset.tasks.sources import Sources
 from forenset.tasks.splits import Splits
+from forenset.tasks.verdicts import Verdicts
 
 # The DAG, in topological order: adding a stage is one line here.
 STAGES: list[type[Stage]] = [
@@ -36,6 +37,7 @@ STAGES: list[type[Stage]] = [
     Candidates,
     Diffs,
     Judgments,
+    Verdicts,
     Splits,
     Perturbations,
     Explanations,

@@ -26,15 +26,14 @@ _carry = [
 
 SCHEMA = stage_schema(
     *_carry,
+    pa.field("judge", S),  # which judge of the pool wrote this raw record
     pa.field("match_score", F64),
     pa.field("offtarget_penalty", F64),
     pa.field("final_score", F64),
-    pa.field("verdict", S),  # KEEP | BORDERLINE | DISCARD
+    pa.field("verdict", S),  # the judge's own KEEP | BORDERLINE | DISCARD
     pa.field(
         "failure_category", S
     ),  # none | edit_missing | edit_partial | off_target | severe_artifacts | ambiguous
     pa.field("rationale", S),
     pa.field("rule_version", S),
-    pa.field("keep", B),  # the verdict after the BORDERLINE policy
-    pa.field("review", B),
 )

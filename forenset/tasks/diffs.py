@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forenset.backends.offline_diff import fidelity, pixel_differences
+from forenset.backends.offline_diff import fidelity, ground, pixel_differences
 from forenset.images import decode_rgb
 from forenset.schemas.diffs import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec, dumps
@@ -56,7 +56,9 @@ class Diffs(RowStage):
             "changed_frac": d["changed_frac"],
             "psnr": psnr,
             "ssim": ssim,
-            "grounding": dumps({"extractor": "pixel", "hallucinated": [], "missed": []}),
+            "grounding": dumps(
+                {"extractor": "offline/pixel-diff-v1", **ground(d["differences"], d["mask"])}
+            ),
             "backend": "offline",
             "model": "pixel-diff-v1",
         }

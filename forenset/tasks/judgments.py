@@ -1,11 +1,15 @@
-"""judgments: Edit-Check stage 2 — KEEP / BORDERLINE / DISCARD from instruction + difference record."""
+"""judgments: Edit-Check stage 2 — each judge's raw record from instruction + difference record.
+
+Raw records only; the verdict is the ``verdicts`` stage's versioned rule, so a new threshold
+or an extra judge needs no new judge calls for the others.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from forenset.backends.rule_judge import judge
+from forenset.backends.rule_judge import RULE_VERSION, judge
 from forenset.schemas.judgments import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec
 
@@ -30,9 +34,9 @@ CARRY = (
 
 class Judgments(RowStage):
     name = "judgments"
-    version = "1"
+    version = "2"
     inputs = ("diffs",)
-    input_columns = CARRY
+    input_columns = CARRY + ("grounding",)
     output_schema = SCHEMA
     key = "candidate_id"
     partition_by = ("generator",)
@@ -45,29 +49,14 @@ class Judgments(RowStage):
         v = judge(
             json.loads(row["instruction"]),
             json.loads(row["differences"]),
-            keep_score=c.keep_score,
-            borderline_score=c.borderline_score,
             offtarget_dominance=c.offtarget_dominance,
             max_offtarget_frac=c.max_offtarget_frac,
+            grounding=json.loads(row.get("grounding") or "{}"),
         )
-        keep = v["verdict"] == "KEEP" or (
-            v["verdict"] == "BORDERLINE" and c.borderline_policy == "keep"
-        )
-        review = v["verdict"] == "BORDERLINE" and c.borderline_policy == "review"
         yield {
             **{k: row[k] for k in CARRY},
             **v,
-            "rule_version": c.rule_version + "/" + v["rule_version"],
-            "keep": keep,
-            "review": review,
+            "judge": f"offline/{RULE_VERSION}",
             "backend": "offline",
-            "model": v["rule_version"],
+            "model": RULE_VERSION,
         }
-
-    def counts(self, table):
-        out = super().counts(table)
-        keep = table.column("keep").to_pylist() if table.num_rows else []
-        status = table.column("status").to_pylist() if table.num_rows else []
-        out["kept"] = sum(1 for k, s in zip(keep, status, strict=True) if s == "ok" and k)
-        out["discarded"] = sum(1 for k, s in zip(keep, status, strict=True) if s == "ok" and not k)
-        return out

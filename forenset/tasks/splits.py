@@ -30,7 +30,7 @@ def assign_split(seed: int, image_id: str, fractions: dict[str, float]) -> str:
 class Splits(Stage):
     name = "splits"
     version = "1"
-    inputs = ("captions", "judgments")
+    inputs = ("captions", "verdicts")
     output_schema = SCHEMA
     key = "sample_id"
 

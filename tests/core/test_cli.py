@@ -60,6 +60,7 @@ def test_build_query_status_and_noop_rerun(tmp_path, cfg_file):
         "candidates",
         "diffs",
         "judgments",
+        "verdicts",
         "splits",
         "perturbations",
         "explanations",

@@ -14,7 +14,7 @@ def test_every_stage_has_rows_and_offline_provenance(small_cfg):
     cands = rows(store, "candidates")
     assert {r["backend"] for r in cands} == {"offline"}
     assert {r["generator"] for r in cands} == {"cv-a", "cv-faulty"}
-    judg = rows(store, "judgments")
+    judg = rows(store, "verdicts")
     assert {r["verdict"] for r in judg} >= {"KEEP", "DISCARD"}
     assert all(r["stage_version"] for r in judg)
     caps = rows(store, "captions")
@@ -47,12 +47,18 @@ def test_rerun_does_no_work(small_cfg):
 def test_changing_one_stage_recomputes_it_and_downstream_only(tmp_path):
     d = small_config_dict(tmp_path / "r")
     store, _, first = run_local(validate_config(d))
-    d2 = dict(d, judgments={"keep_score": 0.5})
+    d2 = dict(d, verdicts={"keep_score": 0.5})  # a new threshold: no judge runs again
     _, _, executed = run_local(validate_config(d2))
-    upstream = ("sources", "captions", "instructions", "candidates", "diffs")
+    upstream = ("sources", "captions", "instructions", "candidates", "diffs", "judgments")
     assert all(executed[s] == 0 for s in upstream)
-    assert executed["judgments"] == first["judgments"]
+    assert executed["verdicts"] == first["verdicts"]
     assert executed["splits"] >= 1
+    d3 = dict(
+        d2, judgments={"max_offtarget_frac": 0.1}
+    )  # a changed judge re-judges, nothing upstream
+    _, _, executed = run_local(validate_config(d3))
+    assert all(executed[s] == 0 for s in upstream[:-1])
+    assert executed["judgments"] == first["judgments"]
 
 
 def test_adding_a_generator_runs_only_its_partitions(tmp_path):

@@ -1,0 +1,37 @@
+import pyarrow as pa
+
+from forenset.schemas.common import B, F64, I64, S, stage_schema
+from forenset.schemas.judgments import SCHEMA as JUDGMENTS
+
+_carry = [
+    JUDGMENTS.field(n)
+    for n in (
+        "candidate_id",
+        "instruction_id",
+        "image_id",
+        "generator",
+        "generator_family",
+        "source_blob",
+        "blob",
+        "caption",
+        "instruction",
+        "kind",
+        "family",
+        "truth",
+        "differences",
+        "psnr",
+        "ssim",
+    )
+]
+
+SCHEMA = stage_schema(
+    *_carry,
+    pa.field("n_judges", I64),
+    pa.field("score", F64),  # the judges' final scores combined by the rule
+    pa.field("verdict", S),  # KEEP | BORDERLINE | DISCARD
+    pa.field("failure_category", S),
+    pa.field("rationale", S),
+    pa.field("aggregation", S),  # rule version + thresholds, so a verdict can be traced
+    pa.field("keep", B),  # after the BORDERLINE policy
+    pa.field("review", B),
+)

@@ -1,0 +1,110 @@
+"""Edit-Check parts on real pixels: differencing, grounding, the rule judge, aggregation."""
+
+import numpy as np
+import pytest
+import skimage.data
+
+from forenset.backends.image.offline import OfflineEditor
+from forenset.backends.offline_diff import ground, pixel_differences
+from forenset.backends.rule_judge import aggregate, judge
+from forenset.config import GeneratorConfig
+
+J = {"offtarget_dominance": 1.0, "max_offtarget_frac": 0.06}
+
+
+@pytest.fixture(scope="module")
+def photo():
+    import cv2
+
+    return cv2.resize(skimage.data.astronaut(), (128, 128), interpolation=cv2.INTER_AREA)
+
+
+def edit(photo, kind, box, **params):
+    from PIL import Image
+
+    from forenset.backends.image.base import EditRequest
+
+    ins = {"kind": kind, "change_bbox": box, "bbox": box, "params": params}
+    res = OfflineEditor(GeneratorConfig(name="t")).edit(
+        [EditRequest(Image.fromarray(photo), ins, seed=1)]
+    )[0]
+    return ins, np.asarray(res.image)
+
+
+def test_identical_images_have_no_differences(photo):
+    d = pixel_differences(photo, photo.copy())
+    assert d["differences"] == [] and d["changed_frac"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "kind,params",
+    [
+        ("recolor", {"colour": "blue"}),
+        ("removal", {}),
+        ("liquify", {"mode": "bulge"}),
+        ("lighting", {"gain": 0.5}),
+    ],
+)
+def test_local_edit_is_found_at_its_box_and_kept(photo, kind, params):
+    box = [0.55, 0.6, 0.95, 0.98]  # the helmet
+    ins, fake = edit(photo, kind, box, **params)
+    d = pixel_differences(photo, fake)
+    assert d["differences"], kind
+    top = d["differences"][0]
+    cx, cy = (top["bbox"][0] + top["bbox"][2]) / 2, (top["bbox"][1] + top["bbox"][3]) / 2
+    assert box[0] - 0.05 <= cx <= box[2] + 0.05 and box[1] - 0.05 <= cy <= box[3] + 0.05
+    assert 1 <= top["salience"] <= 5
+    v = judge(ins, d["differences"], **J)
+    assert v["verdict"] in ("KEEP", "BORDERLINE"), v
+
+
+def test_edit_elsewhere_is_off_target_or_missing(photo):
+    ins, fake = edit(photo, "recolor", [0.05, 0.05, 0.4, 0.4], colour="green")
+    ins = dict(ins, change_bbox=[0.55, 0.6, 0.95, 0.98])  # the instruction asked for another place
+    v = judge(ins, pixel_differences(photo, fake)["differences"], **J)
+    assert v["verdict"] == "DISCARD" and v["failure_category"] in ("off_target", "edit_missing")
+
+
+def test_grounding_flags_hallucinated_and_missed():
+    mask = np.zeros((100, 100), np.uint8)
+    mask[10:30, 10:30] = 1  # a real change, listed
+    mask[60:90, 60:90] = 1  # a real change, not listed
+    diffs = [
+        {"id": "d1", "bbox": [0.1, 0.1, 0.3, 0.3], "change_type": "content change", "area": 0.04},
+        {"id": "d2", "bbox": [0.6, 0.05, 0.8, 0.25], "change_type": "colour change", "area": 0.04},
+    ]
+    g = ground(diffs, mask)
+    assert g["hallucinated"] == ["d2"]
+    assert len(g["missed"]) == 1 and g["missed"][0]["bbox"] == [0.6, 0.6, 0.9, 0.9]
+    assert g["hallucination_rate"] == 0.5
+
+
+def test_judge_ignores_hallucinated_evidence():
+    ins = {"change_bbox": [0.6, 0.05, 0.8, 0.25]}
+    diffs = [
+        {
+            "id": "d2",
+            "bbox": [0.6, 0.05, 0.8, 0.25],
+            "change_type": "colour change",
+            "area": 0.04,
+            "salience": 3,
+        }
+    ]
+    assert judge(ins, diffs, **J)["verdict"] == "KEEP"
+    v = judge(ins, diffs, grounding={"hallucinated": ["d2"], "missed": []}, **J)
+    assert v["failure_category"] == "edit_missing"
+
+
+def test_aggregation_hard_discards_and_rethresholds():
+    keep = {"final_score": 0.9, "failure_category": "none", "rationale": "ok"}
+    off = {"final_score": 0.7, "failure_category": "off_target", "rationale": "scene rewritten"}
+    rule = {
+        "combine": "mean",
+        "keep_score": 0.6,
+        "borderline_score": 0.35,
+        "hard_discard": ["off_target"],
+    }
+    assert aggregate([keep], **rule)["verdict"] == "KEEP"
+    v = aggregate([keep, off], **rule)
+    assert v["verdict"] == "DISCARD" and v["failure_category"] == "off_target"
+    assert aggregate([keep], **dict(rule, keep_score=0.95))["verdict"] == "BORDERLINE"
