@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from forenset.schemas.common import F64, B, S, stage_schema
+from forenset.schemas.common import F64, S, stage_schema
 from forenset.schemas.diffs import SCHEMA as DIFFS
 
 _carry = [

@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from forenset.schemas.common import B, F64, I64, S, stage_schema
+from forenset.schemas.common import F64, I64, B, S, stage_schema
 from forenset.schemas.judgments import SCHEMA as JUDGMENTS
 
 _carry = [
