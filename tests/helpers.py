@@ -1,34 +1,15 @@
-"""Run the DAG without Prefect (a thread pool stands in), and read stage tables back."""
+"""Read stage tables back for comparisons; run_local runs the DAG without Prefect."""
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-from collections import Counter
-
 import pyarrow as pa
 
-from forenset.config import BuildConfig
-from forenset.flows.build import STAGE_BY_NAME, STAGES, Scheduler
+from forenset.flows.build import STAGE_BY_NAME, STAGES
+from forenset.flows.local import run_local
 from forenset.schemas.common import VOLATILE
 from forenset.store.run_store import RunStore
-from forenset.tasks.base import StageContext
-from forenset.tasks.runner import execute_shard
 
-
-def run_local(cfg: BuildConfig, run_dir: str | None = None, retry_errors: bool = False):
-    """The scheduler with a plain executor: proves stages and planning need no Prefect."""
-    store = RunStore(run_dir or cfg.run_dir)
-    ctx = StageContext(store, cfg)
-    executed: Counter[str] = Counter()
-    with cf.ThreadPoolExecutor(2) as ex:
-
-        def submit(stage_name, spec):
-            executed[stage_name] += 1
-            stage = STAGE_BY_NAME[stage_name](ctx)
-            return ex.submit(lambda: execute_shard(stage, spec).to_json())
-
-        stats = Scheduler(ctx, submit, retry_errors=retry_errors).run()
-    return store, stats, executed
+__all__ = ["run_local", "rows", "all_rows"]
 
 
 def rows(store: RunStore, stage: str) -> list[dict]:

@@ -85,8 +85,11 @@ class OfflineEditor:
         fault = self._pick_fault(rng)
         strength = self.cfg.strength
         box = list(ins["change_bbox"])
-        if fault == "partial":
-            strength *= 0.15
+        if fault == "partial":  # only a corner of the target is edited
+            w, h = box[2] - box[0], box[3] - box[1]
+            fx, fy = rng.integers(2), rng.integers(2)
+            x0, y0 = box[0] + fx * w * 0.62, box[1] + fy * h * 0.62
+            box = [x0, y0, x0 + w * 0.38, y0 + h * 0.38]
         if fault == "offtarget":
             box = [1 - box[2], 1 - box[3], 1 - box[0], 1 - box[1]]  # the edit lands elsewhere
         try:
