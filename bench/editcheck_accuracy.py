@@ -31,27 +31,45 @@ def main() -> None:
     t0 = time.perf_counter()
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory() as d:
-            cfg = validate_config({
-                "seed": seed, "run_dir": d, "shard_size": 5,
-                "sources": {"samples": "all", "max_side": args.max_side},
-                "instructions": {"min_edits": 3, "max_edits": 4},
-                "generators": [
-                    {"name": "healthy", "family": "classical"},
-                    {"name": "faulty", "family": "faulty",
-                     "faults": {"missing": 0.15, "partial": 0.15, "offtarget": 0.15, "artifacts": 0.15}},
-                ],
-            })
+            cfg = validate_config(
+                {
+                    "seed": seed,
+                    "run_dir": d,
+                    "shard_size": 5,
+                    "sources": {"samples": "all", "max_side": args.max_side},
+                    "instructions": {"min_edits": 3, "max_edits": 4},
+                    "generators": [
+                        {"name": "healthy", "family": "classical"},
+                        {
+                            "name": "faulty",
+                            "family": "faulty",
+                            "faults": {
+                                "missing": 0.15,
+                                "partial": 0.15,
+                                "offtarget": 0.15,
+                                "artifacts": 0.15,
+                            },
+                        },
+                    ],
+                }
+            )
             store, _, _ = run_local(cfg)
             con = connect(store, ["verdicts"])
-            rows += con.execute("SELECT generator, truth, keep, verdict, failure_category, kind FROM verdicts "
-                                "WHERE status = 'ok'").fetchall()
-    faulty = [(json.loads(t)["fault"], k, v, c, kind) for g, t, k, v, c, kind in rows if g == "faulty"]
+            rows += con.execute(
+                "SELECT generator, truth, keep, verdict, failure_category, kind FROM verdicts "
+                "WHERE status = 'ok'"
+            ).fetchall()
+    faulty = [
+        (json.loads(t)["fault"], k, v, c, kind) for g, t, k, v, c, kind in rows if g == "faulty"
+    ]
     tp = sum(1 for f, k, *_ in faulty if f != "none" and not k)
     fp = sum(1 for f, k, *_ in faulty if f == "none" and not k)
     fn = sum(1 for f, k, *_ in faulty if f != "none" and k)
     precision = tp / max(1, tp + fp)
     recall = tp / max(1, tp + fn)
-    print(f"candidates: {len(rows)} ({len(faulty)} from the faulty generator) in {time.perf_counter() - t0:.1f}s")
+    print(
+        f"candidates: {len(rows)} ({len(faulty)} from the faulty generator) in {time.perf_counter() - t0:.1f}s"
+    )
     print(f"DISCARD precision {precision:.3f} (goal >= 0.9)   recall {recall:.3f} (goal >= 0.9)")
     per = Counter(f for f, *_ in faulty)
     caught = Counter(f for f, k, *_ in faulty if not k)
@@ -61,7 +79,9 @@ def main() -> None:
     print("  (fault, failure_category) of discards:", dict(sorted(cats.items())))
     healthy = [(k, c, kind) for g, t, k, v, c, kind in rows if g == "healthy"]
     hd = [(c, kind) for k, c, kind in healthy if not k]
-    print(f"healthy generator discard rate {len(hd) / max(1, len(healthy)):.3f}: {dict(Counter(hd))}")
+    print(
+        f"healthy generator discard rate {len(hd) / max(1, len(healthy)):.3f}: {dict(Counter(hd))}"
+    )
 
 
 if __name__ == "__main__":

@@ -130,7 +130,12 @@ def build(
 
 
 @app.command()
-def status(run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")]) -> None:
+def status(
+    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
+    details: Annotated[
+        bool, typer.Option("--details", help="Also Edit-Check and split statistics (SQL).")
+    ] = False,
+) -> None:
     """Per stage: shards done/pending, rows ok/error, kept/discarded (from shard footers, no data scan)."""
     from forenset.flows.build import STAGES
     from forenset.store.run_store import RunStore
@@ -164,6 +169,20 @@ def status(run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")]
         )
     console.print(table)
     assert isinstance(store, RunStore)
+    if details:
+        from forenset import stats as st_mod
+        from forenset.flows.build import TABLES
+        from forenset.store.views import connect
+
+        con = connect(store, TABLES)
+        for name in st_mod.QUERIES:
+            cols, rows = st_mod.run(con, name)
+            t = Table(title=name.replace("_", " "))
+            for c in cols:
+                t.add_column(c)
+            for r in rows:
+                t.add_row(*["" if v is None else str(v) for v in r])
+            console.print(t)
 
 
 def _open(run_dir: str):

@@ -108,3 +108,21 @@ def test_aggregation_hard_discards_and_rethresholds():
     v = aggregate([keep, off], **rule)
     assert v["verdict"] == "DISCARD" and v["failure_category"] == "off_target"
     assert aggregate([keep], **dict(rule, keep_score=0.95))["verdict"] == "BORDERLINE"
+
+
+def test_statistics_queries_run_on_a_build(small_cfg):
+    from forenset import stats
+    from forenset.flows.build import TABLES
+    from forenset.flows.local import run_local
+    from forenset.store.views import connect
+
+    store, _, _ = run_local(small_cfg)
+    con = connect(store, TABLES)
+    out = {name: stats.run(con, name) for name in stats.QUERIES}
+    gens = {r[0] for r in out["discard_by_generator"][1]}
+    assert gens == {"cv-a", "cv-faulty"}
+    assert all(1 <= r[0] <= 5 for r in out["salience_histogram"][1])
+    outcomes = {r[0] for r in out["fidelity_by_verdict"][1]}
+    assert "retained" in outcomes and "discarded" in outcomes
+    ((extractor, records, rate, missed),) = out["hallucination_by_extractor"][1]
+    assert extractor.startswith("offline/") and records > 0 and rate == 0.0

@@ -1,0 +1,47 @@
+"""Dataset statistics as SQL over the stage views (shared by `status --details` and the report)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+QUERIES: dict[str, str] = {
+    "discard_by_generator": """
+        SELECT generator, count(*) AS candidates, sum(CASE WHEN keep THEN 0 ELSE 1 END) AS discarded,
+               round(avg(CASE WHEN keep THEN 0 ELSE 1 END), 3) AS discard_rate
+        FROM verdicts WHERE status = 'ok' GROUP BY 1 ORDER BY 1""",
+    "discard_by_family": """
+        SELECT family, kind, count(*) AS candidates, round(avg(CASE WHEN keep THEN 0 ELSE 1 END), 3) AS discard_rate
+        FROM verdicts WHERE status = 'ok' GROUP BY 1, 2 ORDER BY 1, 2""",
+    "failure_categories": """
+        SELECT failure_category, verdict, count(*) AS n FROM verdicts WHERE status = 'ok'
+        GROUP BY 1, 2 ORDER BY n DESC""",
+    "salience_histogram": """
+        SELECT CAST(json_extract(d.value, '$.salience') AS INTEGER) AS salience, count(*) AS n
+        FROM diffs, json_each(diffs.differences) AS d WHERE diffs.status = 'ok' GROUP BY 1 ORDER BY 1""",
+    "fidelity_by_verdict": """
+        SELECT CASE WHEN keep THEN 'retained' ELSE 'discarded' END AS outcome, count(*) AS n,
+               round(avg(psnr), 2) AS mean_psnr, round(avg(ssim), 4) AS mean_ssim
+        FROM verdicts WHERE status = 'ok' GROUP BY 1
+        UNION ALL
+        SELECT 'discarded, edit present', count(*), round(avg(psnr), 2), round(avg(ssim), 4)
+        FROM verdicts WHERE status = 'ok' AND NOT keep AND failure_category <> 'edit_missing'
+        ORDER BY 1""",
+    "fidelity_by_category": """
+        SELECT failure_category, count(*) AS n, round(avg(psnr), 2) AS mean_psnr, round(avg(ssim), 4) AS mean_ssim
+        FROM verdicts WHERE status = 'ok' GROUP BY 1 ORDER BY mean_psnr""",
+    "hallucination_by_extractor": """
+        SELECT json_extract_string(grounding, '$.extractor') AS extractor, count(*) AS records,
+               round(avg(CAST(json_extract(grounding, '$.hallucination_rate') AS DOUBLE)), 4) AS hallucination_rate,
+               sum(json_array_length(json_extract(grounding, '$.missed'))) AS missed_changes
+        FROM diffs WHERE status = 'ok' GROUP BY 1 ORDER BY 1""",
+    "splits": """
+        SELECT split, label, count(*) AS n, count(DISTINCT generator) AS generators
+        FROM splits WHERE status = 'ok' GROUP BY 1, 2 ORDER BY 1, 2""",
+}
+
+
+def run(con: duckdb.DuckDBPyConnection, name: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    cur = con.execute(QUERIES[name])
+    return [d[0] for d in cur.description], cur.fetchall()
