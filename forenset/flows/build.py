@@ -84,6 +84,7 @@ class Scheduler:
         retry_errors: bool = False,
         on_event: Callable[[str, str, StageStats], None] | None = None,
         stages: list[type[Stage]] | None = None,
+        barrier: bool = False,
     ):
         self.ctx = ctx
         self.store: RunStore = ctx.store
@@ -100,6 +101,17 @@ class Scheduler:
         self.done: dict[str, list[ShardInfo]] = defaultdict(list)
         self.inflight: dict[Any, tuple[ShardSpec, float]] = {}
         self._last_state = 0.0
+        # barrier=True holds a stage's children until the whole stage is done (for comparison only)
+        self.barrier = barrier
+        self.held: dict[str, list[ShardInfo]] = defaultdict(list)
+        self.ancestors = {n: self._ancestors(n) for n in self.stages}
+
+    def _ancestors(self, name: str) -> set[str]:
+        out: set[str] = set()
+        for up in self.stages[name].inputs:
+            if up in self.stages:
+                out |= {up} | self._ancestors(up)
+        return out
 
     # -- walking -----------------------------------------------------------------
     def offer(self, spec: ShardSpec) -> None:
@@ -123,9 +135,24 @@ class Scheduler:
         if ran:
             st.run += 1
         self.on_event("done", spec.stage, st)
-        for child in self.children[spec.stage]:
+        if self.barrier:
+            self.held[spec.stage].append(info)
+            return
+        self.plan_children(spec.stage, info)
+
+    def plan_children(self, stage: str, info: ShardInfo) -> None:
+        for child in self.children[stage]:
             for s in child.plan(info):
                 self.offer(s)
+
+    def release_barriers(self) -> None:
+        busy = {sp.stage for sp, _ in self.inflight.values()}
+        for name in list(self.stages):
+            if name in self.held and not ({name} | self.ancestors[name]) & (
+                busy | {n for n in self.held if n != name}
+            ):
+                for info in self.held.pop(name):
+                    self.plan_children(name, info)
 
     def run(self) -> dict[str, StageStats]:
         self.write_state("running")
@@ -133,7 +160,11 @@ class Scheduler:
             if not s.inputs:
                 for spec in s.plan_sources():
                     self.offer(spec)
-        while self.inflight:
+        while self.inflight or self.held:
+            if self.barrier:
+                self.release_barriers()
+                if not self.inflight:
+                    continue
             futs = list(self.inflight)
             finished = wait_any(futs)
             for fut in finished:

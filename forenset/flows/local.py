@@ -13,7 +13,12 @@ from forenset.tasks.runner import execute_shard
 
 
 def run_local(
-    cfg: BuildConfig, run_dir: str | None = None, *, retry_errors: bool = False, workers: int = 2
+    cfg: BuildConfig,
+    run_dir: str | None = None,
+    *,
+    retry_errors: bool = False,
+    workers: int = 2,
+    barrier: bool = False,
 ) -> tuple[RunStore, dict[str, StageStats], Counter[str]]:
     """Run every pending shard; returns the store, per-stage stats and shards executed per stage."""
     store = RunStore(run_dir or cfg.run_dir)
@@ -26,5 +31,5 @@ def run_local(
             stage = STAGE_BY_NAME[stage_name](ctx)
             return ex.submit(lambda: execute_shard(stage, spec).to_json())
 
-        stats = Scheduler(ctx, submit, retry_errors=retry_errors).run()
+        stats = Scheduler(ctx, submit, retry_errors=retry_errors, barrier=barrier).run()
     return store, stats, executed

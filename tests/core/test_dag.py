@@ -87,3 +87,11 @@ def test_faulty_generator_truth_is_recorded(small_cfg):
         if r["generator"] == "cv-faulty"
     }
     assert faults - {"none"}
+
+
+def test_barrier_mode_gives_the_same_rows(tmp_path):
+    a = validate_config(small_config_dict(tmp_path / "a"))
+    b = validate_config(small_config_dict(tmp_path / "b"))
+    sa, _, _ = run_local(a)
+    sb, _, _ = run_local(b, barrier=True)
+    assert all_rows(sa) == all_rows(sb)
