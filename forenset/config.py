@@ -24,9 +24,21 @@ class Strict(BaseModel):
 class RunnerConfig(Strict):
     """Where a stage's shard tasks run. threads suit API-bound stages, processes CPU-bound ones."""
 
-    kind: Literal["threads", "processes", "dask"] = "threads"
+    kind: Literal["threads", "processes", "dask", "deployment"] = "threads"
     max_workers: int = Field(4, ge=1, le=512)
     address: str | None = None  # dask scheduler address; None starts a LocalCluster
+    # kind=deployment: shards are sent in batches to a deployed shard flow (e.g. on a GPU pool),
+    # so each run loads its model once and processes many shards. The run dir must be shared.
+    deployment: str | None = None  # "<flow name>/<deployment name>", e.g. "forenset-shards/gpu"
+    batch_shards: int = Field(16, ge=1, le=10_000)
+    batch_wait_s: float = Field(2.0, ge=0, le=600)  # how long to gather shards before a run starts
+    max_concurrent_runs: int = Field(4, ge=1, le=1024)
+
+    @model_validator(mode="after")
+    def _deployment(self) -> RunnerConfig:
+        if self.kind == "deployment" and not self.deployment:
+            raise ValueError("kind 'deployment' needs 'deployment: <flow>/<deployment>'")
+        return self
 
 
 class SourcesConfig(Strict):

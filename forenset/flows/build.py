@@ -249,9 +249,13 @@ def _shard_task_fn(
     return execute_shard(stage, ShardSpec.from_json(spec)).to_json()
 
 
-def make_runner(rc: RunnerConfig):
+def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | None = None):
     from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
+    if rc.kind == "deployment":
+        from forenset.flows.deploy import DeploymentDispatcher
+
+        return DeploymentDispatcher(rc, run_uri, config or {})
     if rc.kind == "threads":
         return ThreadPoolTaskRunner(max_workers=rc.max_workers)
     if rc.kind == "processes":
@@ -270,13 +274,27 @@ def build_flow_fn(
     run_uri: str, config: dict[str, Any], retry_errors: bool = False
 ) -> dict[str, Any]:
     """Body of the Prefect flow: one shard task per pending shard, on each stage's runner."""
+    cfg = BuildConfig.model_validate(config)
+    ctx = context_for(run_uri, cfg)
+    store = ctx.store
+    store.acquire_lock()  # one build per run directory, however it was started
+    try:
+        store.remove_temp_files()
+        store.write_bytes_atomic("config.yaml", _yaml(cfg.resolved()).encode())
+        store.write_bytes_atomic("config_hash.txt", (cfg.config_hash() + "\n").encode())
+        return _build(ctx, cfg, run_uri, config, retry_errors)
+    finally:
+        store.release_lock()
+
+
+def _build(
+    ctx: StageContext, cfg: BuildConfig, run_uri: str, config: dict[str, Any], retry_errors: bool
+) -> dict[str, Any]:
     from contextlib import ExitStack
 
     from prefect import task
     from prefect.cache_policies import NO_CACHE
 
-    cfg = BuildConfig.model_validate(config)
-    ctx = context_for(run_uri, cfg)
     shard_task = task(
         _shard_task_fn, name="shard", cache_policy=NO_CACHE, persist_result=False, retries=0
     )
@@ -290,10 +308,12 @@ def build_flow_fn(
             rc = cfg.runner_for(s.name)
             key = rc.model_dump_json()
             if key not in by_cfg:
-                by_cfg[key] = stack.enter_context(make_runner(rc))
+                by_cfg[key] = stack.enter_context(make_runner(rc, run_uri, config))
             runners[s.name] = by_cfg[key]
 
         def submit(stage_name: str, spec: ShardSpec):
+            if cfg.runner_for(stage_name).kind == "deployment":
+                return runners[stage_name].submit(stage_name, spec)
             t = tasks[stage_name].with_options(task_run_name=f"{stage_name}:{spec.shard_id}")
             return runners[stage_name].submit(
                 t,
@@ -312,6 +332,15 @@ def build_flow_fn(
     return {"stages": {k: vars(v) for k, v in stats.items()}, "export": export}
 
 
+def _make_build_flow():
+    from prefect import flow
+
+    return flow(build_flow_fn, name="forenset-build", log_prints=False, validate_parameters=False)
+
+
+build_flow = _make_build_flow()  # deployable: forenset/flows/build.py:build_flow
+
+
 def run_build(
     run_uri: str,
     cfg: BuildConfig,
@@ -320,19 +349,11 @@ def run_build(
     on_event: Callable[[str, str, StageStats], None] | None = None,
 ) -> dict[str, Any]:
     """Run the build as a Prefect flow (ephemeral API unless PREFECT_API_URL is set)."""
-    from prefect import flow
-
     store = RunStore(run_uri)
-    store.acquire_lock()
+    store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
+    _EVENT_SINK["fn"] = on_event  # callbacks are not flow parameters (those are recorded as JSON)
     try:
-        store.remove_temp_files()
-        store.write_bytes_atomic("config.yaml", _yaml(cfg.resolved()).encode())
-        store.write_bytes_atomic("config_hash.txt", (cfg.config_hash() + "\n").encode())
-        f = flow(build_flow_fn, name="forenset-build", log_prints=False, validate_parameters=False)
-        _EVENT_SINK["fn"] = (
-            on_event  # callbacks are not flow parameters (those are recorded as JSON)
-        )
-        return f(run_uri, cfg.resolved(), retry_errors)
+        return build_flow(run_uri, cfg.resolved(), retry_errors)
     finally:
         _EVENT_SINK["fn"] = None
         store.release_lock()

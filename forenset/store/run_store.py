@@ -207,9 +207,17 @@ class RunStore:
 
     # -- lock ----------------------------------------------------------------------
     def acquire_lock(self) -> None:
-        """One build per run directory. A lock whose process is gone is taken over."""
+        """One build per run directory. A lock whose process is gone is taken over.
+
+        Re-entrant within a process (the CLI takes it before starting the flow, which takes it
+        again so that deployment runs are protected too).
+        """
         rel = "build.lock"
         me = {"pid": os.getpid(), "host": socket.gethostname()}
+        key = self.path(rel)
+        if _LOCK_DEPTH.get(key, 0) > 0:
+            _LOCK_DEPTH[key] += 1
+            return
         if self.is_local:
             path = self.path(rel)
             for _ in range(2):
@@ -229,9 +237,11 @@ class RunStore:
                     ) from None
                 with os.fdopen(fd, "w") as f:
                     json.dump(me, f)
+                _LOCK_DEPTH[key] = 1
                 return
         else:
             self.write_json(rel, me)  # object stores: advisory only
+            _LOCK_DEPTH[key] = 1
 
     def remove_temp_files(self) -> int:
         """Delete temporaries left by a killed build (call only while holding the lock)."""
@@ -244,12 +254,21 @@ class RunStore:
         return len(tmps)
 
     def release_lock(self) -> None:
+        key = self.path("build.lock")
+        depth = _LOCK_DEPTH.get(key, 0)
+        if depth > 1:
+            _LOCK_DEPTH[key] = depth - 1
+            return
+        _LOCK_DEPTH.pop(key, None)
         try:
             held = self.read_json("build.lock", default={}) or {}
             if held.get("pid") == os.getpid():
                 self.fs.rm(self.path("build.lock"))
         except (FileNotFoundError, ValueError):
             pass
+
+
+_LOCK_DEPTH: dict[str, int] = {}
 
 
 def _pid_alive(pid: int) -> bool:

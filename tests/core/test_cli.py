@@ -96,7 +96,9 @@ def test_user_errors_are_one_sentence(tmp_path, cfg_file):
     assert p.returncode == 2 and "does not exist" in p.stderr
     run = tmp_path / "locked"
     run.mkdir()
-    (run / "build.lock").write_text(json.dumps({"pid": os.getpid(), "host": os.uname().nodename}))
+    (run / "build.lock").write_text(
+        json.dumps({"pid": os.getpid(), "host": os.uname().nodename})
+    )  # held by this live process
     p = cli("build", str(path), "--run-dir", str(run), check=False)
     assert (
         p.returncode == 2

@@ -95,11 +95,18 @@ def test_lock_refuses_second_holder_and_takes_over_stale(tmp_path):
     from forenset.store.run_store import RunLockedError
 
     s = RunStore(str(tmp_path))
-    s.acquire_lock()
+    (tmp_path / "build.lock").write_text(
+        json.dumps({"pid": os.getppid(), "host": os.uname().nodename})
+    )
     with pytest.raises(RunLockedError, match="being built"):
-        # same process pid is alive -> refused
-        RunStore(str(tmp_path)).acquire_lock()
+        s.acquire_lock()  # another live process holds it
+    (tmp_path / "build.lock").unlink()
+    s.acquire_lock()
+    s.acquire_lock()  # re-entrant in the holding process
     s.release_lock()
+    assert (tmp_path / "build.lock").exists()
+    s.release_lock()
+    assert not (tmp_path / "build.lock").exists()
     (tmp_path / "build.lock").write_text(
         json.dumps({"pid": 2**22 + 12345, "host": os.uname().nodename})
     )
