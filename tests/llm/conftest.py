@@ -61,14 +61,24 @@ def png(color=(200, 30, 30), size=(16, 16)) -> bytes:
 
 
 def openai_spec(server: FakeOpenAI, **kw) -> ModelSpec:
-    base = dict(backend="openai", model="gpt-fake", base_url=server.base_url,
-                api_key_env="FAKE_OPENAI_KEY", timeout_s=5.0)
+    base = dict(
+        backend="openai",
+        model="gpt-fake",
+        base_url=server.base_url,
+        api_key_env="FAKE_OPENAI_KEY",
+        timeout_s=5.0,
+    )
     return ModelSpec(**{**base, **kw})
 
 
 def gemini_spec(server: FakeGemini, **kw) -> ModelSpec:
-    base = dict(backend="gemini", model="gemini-fake", base_url=server.base_url,
-                api_key_env="FAKE_GEMINI_KEY", timeout_s=5.0)
+    base = dict(
+        backend="gemini",
+        model="gemini-fake",
+        base_url=server.base_url,
+        api_key_env="FAKE_GEMINI_KEY",
+        timeout_s=5.0,
+    )
     return ModelSpec(**{**base, **kw})
 
 

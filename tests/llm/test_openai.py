@@ -11,8 +11,13 @@ from forenset.testing.fake_openai import Fault, request_images
 
 
 def req(i: int = 0, **kw) -> ChatRequest:
-    base = dict(task="caption", item_id=f"img{i}", system="Describe factually.",
-                user=f"Caption image number {i} please", response_model=Caption)
+    base = dict(
+        task="caption",
+        item_id=f"img{i}",
+        system="Describe factually.",
+        user=f"Caption image number {i} please",
+        response_model=Caption,
+    )
     return ChatRequest(**{**base, **kw})
 
 
@@ -35,8 +40,9 @@ def test_structured_output_with_images(openai_server, stage):
 
 def test_results_keep_input_order(openai_server, stage):
     reqs = [req(i) for i in range(12)]
-    out = run_chat(reqs, settings(openai_spec(openai_server)), build_seed=1, stage=stage,
-                   cache=None)
+    out = run_chat(
+        reqs, settings(openai_spec(openai_server)), build_seed=1, stage=stage, cache=None
+    )
     assert [r.item_id for r in out] == [r.item_id for r in reqs]
     assert all(f"number {i} " in r.parsed.caption for i, r in enumerate(out))
 
@@ -60,16 +66,16 @@ def test_500_timeout_and_dropped_connection_are_retried(openai_server, stage):
 def test_retries_exhausted_is_a_retryable_error_row(openai_server, stage):
     openai_server.script(*[Fault(status=503)] * 3)
     spec = openai_spec(openai_server)
-    [res] = run_chat([req()], settings(spec, max_retries=2), build_seed=1, stage=stage,
-                     cache=None)
+    [res] = run_chat([req()], settings(spec, max_retries=2), build_seed=1, stage=stage, cache=None)
     assert res.status == "error" and res.retryable and "503" in res.error
     assert res.attempts == 3
 
 
 def test_malformed_json_gets_one_repair_turn(openai_server, stage):
     openai_server.script(Fault(content='{"caption": "a cat", "objects": [], "salience": 9'))
-    [res] = run_chat([req()], settings(openai_spec(openai_server)), build_seed=1, stage=stage,
-                     cache=None)
+    [res] = run_chat(
+        [req()], settings(openai_spec(openai_server)), build_seed=1, stage=stage, cache=None
+    )
     assert res.status == "ok" and res.attempts == 2
     repair = openai_server.requests[-1]["messages"]
     assert repair[-2]["role"] == "assistant" and repair[-2]["content"].startswith('{"caption"')
@@ -79,8 +85,9 @@ def test_malformed_json_gets_one_repair_turn(openai_server, stage):
 def test_schema_failure_shows_validation_error_then_gives_up(openai_server, stage):
     bad = json.dumps({"caption": "x", "objects": [], "salience": 9})
     openai_server.script(Fault(content=bad), Fault(content=bad))
-    [res] = run_chat([req()], settings(openai_spec(openai_server)), build_seed=1, stage=stage,
-                     cache=None)
+    [res] = run_chat(
+        [req()], settings(openai_spec(openai_server)), build_seed=1, stage=stage, cache=None
+    )
     assert res.status == "error" and not res.retryable and res.attempts == 2
     assert "salience" in res.error and "objects" in res.error
     assert "salience" in openai_server.requests[-1]["messages"][-1]["content"]
@@ -89,8 +96,9 @@ def test_schema_failure_shows_validation_error_then_gives_up(openai_server, stag
 def test_json_in_code_fences_is_accepted(openai_server, stage):
     fenced = '```json\n{"caption": "a dog", "objects": ["dog"], "salience": 3}\n```'
     openai_server.script(Fault(content=fenced))
-    [res] = run_chat([req()], settings(openai_spec(openai_server)), build_seed=1, stage=stage,
-                     cache=None)
+    [res] = run_chat(
+        [req()], settings(openai_spec(openai_server)), build_seed=1, stage=stage, cache=None
+    )
     assert res.status == "ok" and res.attempts == 1 and res.parsed.objects == ["dog"]
 
 
@@ -99,8 +107,13 @@ def test_refusals_are_terminal(openai_server, stage):
         Fault(refusal="I can't help with that."),
         Fault(status=400, code="content_policy_violation", message="blocked by content policy"),
     )
-    out = run_chat([req(0), req(1)], settings(openai_spec(openai_server, max_concurrency=1)),
-                   build_seed=1, stage=stage, cache=None)
+    out = run_chat(
+        [req(0), req(1)],
+        settings(openai_spec(openai_server, max_concurrency=1)),
+        build_seed=1,
+        stage=stage,
+        cache=None,
+    )
     assert [r.status for r in out] == ["error", "error"]
     assert not any(r.retryable for r in out)
     assert "refused: I can't help" in out[0].error
@@ -109,15 +122,23 @@ def test_refusals_are_terminal(openai_server, stage):
 
 
 def test_plain_text_without_schema(openai_server, stage):
-    [res] = run_chat([req(response_model=None, images=[png()])],
-                     settings(openai_spec(openai_server)), build_seed=1, stage=stage, cache=None)
+    [res] = run_chat(
+        [req(response_model=None, images=[png()])],
+        settings(openai_spec(openai_server)),
+        build_seed=1,
+        stage=stage,
+        cache=None,
+    )
     assert res.status == "ok" and res.parsed is None
     assert res.text == "echo: Caption image number 0 please [1 images]"
 
 
 def test_ratelimit_headers_update_the_shared_limiter(openai_server, stage):
-    headers = {"x-ratelimit-limit-requests": "1200", "x-ratelimit-remaining-requests": "1199",
-               "x-ratelimit-reset-requests": "50ms"}
+    headers = {
+        "x-ratelimit-limit-requests": "1200",
+        "x-ratelimit-remaining-requests": "1199",
+        "x-ratelimit-reset-requests": "50ms",
+    }
     openai_server.script(Fault(headers=headers))
     spec = openai_spec(openai_server)
     assert limiter_stats(spec)["rpm"] is None

@@ -298,7 +298,8 @@ class Engine:
                     item, status="error", error="stage aborted: error rate", retryable=True
                 )
             est = estimate_tokens(req.system + req.user, len(req.images), req.max_tokens)
-            est_cost = call_cost(spec, est, 0, batch=False)
+            est_out = req.max_tokens or 256
+            est_cost = call_cost(spec, est - est_out, est_out, batch=False)
             budget = settings.budget_usd
             if budget is not None and state.spent_usd + state.reserved_usd + est_cost > budget:
                 return self.result(item, status="error", error=BUDGET_EXHAUSTED, retryable=True)
@@ -311,6 +312,12 @@ class Engine:
                     if spec.prefect_rate_limit:
                         await _prefect_slot(spec.prefect_rate_limit)
                     await limiter.acquire(est)
+                    if state.aborted:  # stopped while this item queued for a slot
+                        await limiter.release(est_tokens=est, used_tokens=0)
+                        item.attempts -= 1
+                        return self.result(
+                            item, status="error", retryable=True, error="stage aborted: error rate"
+                        )
                 try:
                     raw = await backend.complete(spec, req, extra)
                 except LLMCallError as exc:

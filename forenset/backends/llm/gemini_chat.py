@@ -17,6 +17,14 @@ from forenset.backends.llm.openai_chat import error_from_status
 from forenset.backends.llm.secrets import api_key, redact
 from forenset.backends.llm.types import ChatRequest, LLMCallError, ModelSpec
 
+try:  # google-genai prefers the httpx2 fork when it is installed
+    import httpx2
+
+    _TIMEOUTS: tuple[type[BaseException], ...] = (httpx.TimeoutException, httpx2.TimeoutException)
+    _TRANSPORT: tuple[type[BaseException], ...] = (httpx.TransportError, httpx2.TransportError)
+except ImportError:  # pragma: no cover - depends on the environment
+    _TIMEOUTS, _TRANSPORT = (httpx.TimeoutException,), (httpx.TransportError,)
+
 _BLOCKED = {
     "SAFETY",
     "PROHIBITED_CONTENT",
@@ -112,9 +120,9 @@ class GeminiChat:
             if err.retry_after_s is None:
                 err.retry_after_s = _retry_delay(exc.details) or retry_after_from(headers)
             raise err from None
-        except httpx.TimeoutException as exc:
+        except _TIMEOUTS as exc:
             raise LLMCallError(f"timeout after {spec.timeout_s:g}s", retryable=True) from exc
-        except httpx.TransportError as exc:
+        except _TRANSPORT as exc:
             raise LLMCallError(f"connection error: {redact(str(exc))}", retryable=True) from exc
         headers = dict(resp.sdk_http_response.headers or {}) if resp.sdk_http_response else {}
         feedback = resp.prompt_feedback

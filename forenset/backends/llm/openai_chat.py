@@ -138,5 +138,7 @@ class OpenAIChat:
             raise LLMCallError(f"connection error: {redact(str(exc))}", retryable=True) from exc
         except openai.APIStatusError as exc:
             headers = dict(exc.response.headers)
-            raise error_from_status(exc.status_code, str(exc.message), exc.code, headers) from None
+            body = exc.body if isinstance(exc.body, dict) else {}
+            message = str(body.get("message") or exc.message)
+            raise error_from_status(exc.status_code, message, exc.code, headers) from None
         return reply_from_completion(obj, dict(raw.headers))
