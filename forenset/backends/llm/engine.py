@@ -152,17 +152,18 @@ class Engine:
             results[i] = await self.run_item(items[i], settings, state, stage, build_seed, cache)
 
         jobs: list[Coroutine[Any, Any, None]] = []
-        groups: dict[ModelSpec, list[int]] = {}
+        groups: dict[tuple[str, str | None, str], list[int]] = {}
         for i, item in enumerate(items):
             if item.spec.batch and item.spec.backend == "openai":
-                groups.setdefault(item.spec, []).append(i)
+                spec_key = (item.spec.backend, item.spec.base_url, item.spec.model)
+                groups.setdefault(spec_key, []).append(i)
             else:
                 jobs.append(one(i))
-        for spec, idx in groups.items():
+        for idx in groups.values():
             jobs.append(
                 run_batch_group(
                     self,
-                    spec,
+                    items[idx[0]].spec,
                     [items[i] for i in idx],
                     idx,
                     results,
