@@ -1,16 +1,18 @@
 """A loopback fake of the Gemini REST API (generateContent) for tests and benchmarks.
 
-Serves POST /{v1,v1beta}/models/{model}:generateContent. With a response schema
-(``responseJsonSchema`` or ``responseSchema``) the default reply is JSON satisfying it,
-built from the request text; with ``responseModalities`` containing IMAGE the reply also
-carries an inline PNG (the input image edited, or one derived from the prompt). Use with
-the real SDK: ``genai.Client(api_key="x", http_options=HttpOptions(base_url=server.base_url,
-api_version="v1beta"))``.
+Serves POST /{v1,v1beta}/models/{model}:generateContent, and batch mode with inlined
+requests (POST .../models/{model}:batchGenerateContent, GET .../batches/{id}). With a
+response schema (``responseJsonSchema`` or ``responseSchema``) the default reply is JSON
+satisfying it, built from the request text; with ``responseModalities`` containing IMAGE
+the reply also carries an inline PNG (the input image edited, or one derived from the
+prompt). Use with the real SDK: ``genai.Client(api_key="x",
+http_options=HttpOptions(base_url=server.base_url, api_version="v1beta"))``.
 """
 
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
 import time
@@ -31,6 +33,9 @@ from forenset.testing._base import (
 __all__ = ["FakeGemini", "Fault", "request_text", "request_images"]
 
 _ROUTE = re.compile(r"^/(v1|v1beta|v1alpha)/models/([^/:]+):generateContent$")
+_BATCH_ROUTE = re.compile(r"^/(v1|v1beta|v1alpha)/models/([^/:]+):batchGenerateContent$")
+_BATCH_GET = re.compile(r"^/(v1|v1beta|v1alpha)/(batches/[^/:]+)$")
+_ids = itertools.count(1)
 _STATUS = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
@@ -83,10 +88,15 @@ class FakeGemini(FakeServer):
         rate_limit_rps: float | None = None,
         reply: Callable[[dict[str, Any]], str | dict[str, Any]] | None = None,
         image_reply: Callable[[str, bytes | None, dict[str, Any]], bytes] | None = None,
+        batch_polls_to_complete: int = 1,
+        batch_expire_after: int | None = None,
     ) -> None:
         super().__init__(latency_s=latency_s, rate_limit_rps=rate_limit_rps)
         self.reply = reply
         self.image_reply = image_reply
+        self.batch_polls_to_complete = batch_polls_to_complete
+        self.batch_expire_after = batch_expire_after
+        self.batches: dict[str, dict[str, Any]] = {}
 
     @property
     def base_url(self) -> str:
@@ -97,6 +107,12 @@ class FakeGemini(FakeServer):
         m = _ROUTE.match(path)
         if method == "POST" and m:
             return self._generate(h, m.group(2), json.loads(body))
+        m = _BATCH_ROUTE.match(path)
+        if method == "POST" and m:
+            return self._batch_create(h, m.group(2), json.loads(body))
+        m = _BATCH_GET.match(path)
+        if method == "GET" and m:
+            return self._batch_get(h, m.group(2))
         self.send_json(
             h, 404, {"error": {"code": 404, "message": f"no route {path}", "status": "NOT_FOUND"}}
         )
@@ -110,12 +126,13 @@ class FakeGemini(FakeServer):
         n_img = len(request_images(body))
         return f"echo: {text[:200]}" + (f" [{n_img} images]" if n_img else "")
 
-    def _error(self, h: BaseHTTPRequestHandler, fault: Fault) -> None:
+    @staticmethod
+    def error_body(fault: Fault) -> tuple[int, dict[str, Any], dict[str, str]]:
         status = int(fault.status or 500)
         headers = dict(fault.headers)
         details: list[dict[str, Any]] = []
         if fault.retry_after_s is not None:
-            headers.update(self.retry_headers(fault.retry_after_s))
+            headers.update(FakeServer.retry_headers(fault.retry_after_s))
             details.append(
                 {
                     "@type": "type.googleapis.com/google.rpc.RetryInfo",
@@ -128,7 +145,11 @@ class FakeGemini(FakeServer):
             "status": _STATUS.get(status, "UNKNOWN"),
             "details": details,
         }
-        self.send_json(h, status, {"error": err}, headers)
+        return status, {"error": err}, headers
+
+    def _error(self, h: BaseHTTPRequestHandler, fault: Fault) -> None:
+        status, obj, headers = self.error_body(fault)
+        self.send_json(h, status, obj, headers)
 
     def _generate(self, h: BaseHTTPRequestHandler, model: str, body: dict[str, Any]) -> None:
         self.record(h, {**body, "_model": model})
@@ -145,8 +166,16 @@ class FakeGemini(FakeServer):
         if fault and fault.status == 401 and fault.message is None:
             key = h.headers.get("x-goog-api-key", "")
             fault = Fault(status=401, message=f"API key not valid: {key}")
+        status, obj, headers = self.response(model, body, fault)
+        self.send_json(h, status, obj, headers)
+
+    def response(
+        self, model: str, body: dict[str, Any], fault: Fault | None
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """Status, GenerateContentResponse (or error) and headers (shared with batches)."""
         if fault and fault.status:
-            return self._error(h, fault)
+            return self.error_body(fault)
+        headers = dict(fault.headers) if fault else {}
         prompt_tokens = estimate_tokens(request_text(body)) + 258 * len(request_images(body))
         if fault and fault.refusal is not None:
             candidate: dict[str, Any] = {
@@ -157,12 +186,8 @@ class FakeGemini(FakeServer):
                 ],
             }
             usage = {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens}
-            return self.send_json(
-                h,
-                200,
-                {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model},
-                dict(fault.headers),
-            )
+            obj = {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model}
+            return 200, obj, headers
         if fault and fault.content is not None:
             text = fault.content
         else:
@@ -194,4 +219,53 @@ class FakeGemini(FakeServer):
             },
             "modelVersion": model,
         }
-        self.send_json(h, 200, obj, dict(fault.headers) if fault else None)
+        return 200, obj, headers
+
+    # -- batches (inlined requests) ------------------------------------------------------
+    def _batch_create(self, h: BaseHTTPRequestHandler, model: str, body: dict[str, Any]) -> None:
+        batch = body.get("batch") or {}
+        reqs = ((batch.get("inputConfig") or {}).get("requests") or {}).get("requests") or []
+        with self.lock:
+            name = f"batches/{next(_ids)}"
+            meta = {
+                "@type": "type.googleapis.com/google.ai.generativelanguage.GenerateContentBatch",
+                "name": name,
+                "model": f"models/{model}",
+                "displayName": batch.get("displayName", ""),
+                "state": "BATCH_STATE_PENDING",
+                "createTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            self.batches[name] = {"meta": meta, "requests": reqs, "polls": 0, "model": model}
+        self.send_json(h, 200, {"name": name, "metadata": meta})
+
+    def _batch_get(self, h: BaseHTTPRequestHandler, name: str) -> None:
+        batch = self.batches.get(name)
+        if batch is None:
+            return self._error(h, Fault(status=404, message=f"no {name}"))
+        with self.lock:
+            batch["polls"] += 1
+            meta = batch["meta"]
+            if meta["state"] in ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING"):
+                if batch["polls"] < self.batch_polls_to_complete:
+                    meta["state"] = "BATCH_STATE_RUNNING"
+                else:
+                    self._finish_batch(batch)
+        self.send_json(h, 200, {"name": name, "metadata": batch["meta"], "done": True})
+
+    def _finish_batch(self, batch: dict[str, Any]) -> None:
+        reqs = batch["requests"]
+        expired = self.batch_expire_after is not None and self.batch_expire_after < len(reqs)
+        answered = reqs[: self.batch_expire_after] if expired else reqs
+        out: list[dict[str, Any]] = []
+        for item in answered:
+            body = item.get("request") or {}
+            fault = self.fault_for(body) if self.fault_for else None
+            status, obj, _ = self.response(batch["model"], body, fault)
+            entry: dict[str, Any] = {"metadata": item.get("metadata") or {}}
+            if status == 200:
+                entry["response"] = obj
+            else:
+                entry["error"] = obj["error"]
+            out.append(entry)
+        batch["meta"]["state"] = "BATCH_STATE_EXPIRED" if expired else "BATCH_STATE_SUCCEEDED"
+        batch["meta"]["output"] = {"inlinedResponses": {"inlinedResponses": out}}

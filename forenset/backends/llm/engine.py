@@ -137,7 +137,7 @@ class Engine:
         stage: str,
         cache: ResponseCache | None,
     ) -> list[ChatResult]:
-        from forenset.backends.llm.batch import run_batch_group
+        from forenset.backends.llm.batch import BATCH_BACKENDS, run_batch_group
 
         state = self.stage_state(stage, build_seed, settings)
         if state.aborted:
@@ -154,7 +154,7 @@ class Engine:
         jobs: list[Coroutine[Any, Any, None]] = []
         groups: dict[tuple[str, str | None, str], list[int]] = {}
         for i, item in enumerate(items):
-            if item.spec.batch and item.spec.backend == "openai":
+            if item.spec.batch and item.spec.backend in BATCH_BACKENDS:
                 spec_key = (item.spec.backend, item.spec.base_url, item.spec.model)
                 groups.setdefault(spec_key, []).append(i)
             else:

@@ -125,21 +125,24 @@ class GeminiChat:
         except _TRANSPORT as exc:
             raise LLMCallError(f"connection error: {redact(str(exc))}", retryable=True) from exc
         headers = dict(resp.sdk_http_response.headers or {}) if resp.sdk_http_response else {}
-        feedback = resp.prompt_feedback
-        if feedback is not None and feedback.block_reason:
-            raise LLMCallError(
-                f"refused: prompt blocked ({feedback.block_reason})", retryable=False
-            )
-        cand = resp.candidates[0] if resp.candidates else None
-        reason = str(cand.finish_reason.value if cand and cand.finish_reason else "")
-        if reason in _BLOCKED:
-            raise LLMCallError(f"refused: finish reason {reason}", retryable=False)
-        parts = (cand.content.parts or []) if cand and cand.content else []
-        text = "".join(p.text for p in parts if p.text and not p.thought)
-        usage = resp.usage_metadata
-        return RawReply(
-            text=text,
-            input_tokens=int(usage.prompt_token_count or 0) if usage else 0,
-            output_tokens=int(usage.candidates_token_count or 0) if usage else 0,
-            headers=headers,
-        )
+        return reply_from_response(resp, headers)
+
+
+def reply_from_response(resp: types.GenerateContentResponse, headers: dict[str, str]) -> RawReply:
+    """RawReply from a GenerateContentResponse, or a terminal error for blocked replies."""
+    feedback = resp.prompt_feedback
+    if feedback is not None and feedback.block_reason:
+        raise LLMCallError(f"refused: prompt blocked ({feedback.block_reason})", retryable=False)
+    cand = resp.candidates[0] if resp.candidates else None
+    reason = str(cand.finish_reason.value if cand and cand.finish_reason else "")
+    if reason in _BLOCKED:
+        raise LLMCallError(f"refused: finish reason {reason}", retryable=False)
+    parts = (cand.content.parts or []) if cand and cand.content else []
+    text = "".join(p.text for p in parts if p.text and not p.thought)
+    usage = resp.usage_metadata
+    return RawReply(
+        text=text,
+        input_tokens=int(usage.prompt_token_count or 0) if usage else 0,
+        output_tokens=int(usage.candidates_token_count or 0) if usage else 0,
+        headers=headers,
+    )
