@@ -177,7 +177,10 @@ class Engine:
         await asyncio.gather(*jobs)
         if state.aborted:
             raise ErrorRateExceeded(state.aborted)
-        return [r for r in results if r is not None]
+        missing = [items[i].req.item_id for i, r in enumerate(results) if r is None]
+        if missing:  # a bug, not a provider error: fail loudly rather than misalign rows
+            raise RuntimeError(f"run_chat produced no result for items {missing[:5]}")
+        return results  # type: ignore[return-value]
 
     def make_item(self, req: ChatRequest, spec: ModelSpec) -> _Item:
         key = "" if spec.backend == "offline" else cache_key(spec, req)
@@ -250,7 +253,10 @@ class Engine:
             "batch_id": batch_id,
             "created": time.time(),
         }
-        await asyncio.to_thread(cache.put, item.key, entry)
+        try:
+            await asyncio.to_thread(cache.put, item.key, entry)
+        except OSError as exc:  # the answer is still returned; only the reuse is lost
+            log.warning("could not write LLM cache entry %s: %s", item.key, exc)
 
     def finish(
         self, result: ChatResult, state: StageState, settings: LLMSettings, stage: str
