@@ -191,6 +191,8 @@ class FakeServer:
         self.requests: list[dict[str, Any]] = []  # parsed generation request bodies
         self.request_headers: list[dict[str, str]] = []
         self.counts: dict[str, int] = {}
+        self.in_flight = 0
+        self.peak_in_flight = 0  # most generation requests in work at once
         self.lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -278,6 +280,17 @@ class FakeServer:
         with self.lock:
             self.requests.append(request)
             self.request_headers.append({k.lower(): v for k, v in h.headers.items()})
+
+    def work(self, seconds: float) -> None:
+        """Simulated model latency; counts requests in progress (before any reply is sent)."""
+        with self.lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            time.sleep(seconds)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
 
     def throttle_wait(self) -> float:
         """0.0 when the rate limit admits this request, else seconds to wait."""

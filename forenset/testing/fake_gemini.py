@@ -161,8 +161,7 @@ class FakeGemini(FakeServer):
             time.sleep(fault.delay_s)
         if fault and fault.drop:
             return self.drop(h)
-        if self.latency_s:
-            time.sleep(self.latency_s)
+        self.work(self.latency_s)
         if fault and fault.status == 401 and fault.message is None:
             key = h.headers.get("x-goog-api-key", "")
             fault = Fault(status=401, message=f"API key not valid: {key}")

@@ -192,8 +192,7 @@ class FakeOpenAI(FakeServer):
             time.sleep(fault.delay_s)
         if fault and fault.drop:
             return self.drop(h)
-        if self.latency_s:
-            time.sleep(self.latency_s)
+        self.work(self.latency_s)
         auth = h.headers.get("Authorization", "")
         if fault and fault.status == 401 and fault.message is None:
             # Like real providers, echo the key it got: clients must redact it.

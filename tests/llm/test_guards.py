@@ -118,6 +118,7 @@ def test_concurrent_calls_from_threads_share_one_limiter(openai_server, stage):
         t.join()
     assert all(r.status == "ok" for k in results for r in results[k])
     assert limiter_stats(spec)["requests"] == 24
+    assert 2 <= openai_server.peak_in_flight <= 3  # one limiter for all four shards
 
 
 def test_keys_never_leak(openai_server, gemini_server, cache, stage, caplog, capsys):

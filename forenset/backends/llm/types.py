@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -82,7 +82,7 @@ class ModelSpec(BaseModel):
     batch_poll_s: float = Field(30.0, gt=0)
     batch_wait_s: float = Field(24 * 3600.0, ge=0)  # give up waiting (items retryable) after
     prefect_rate_limit: str | None = None  # name of a Prefect global concurrency limit
-    params: dict[str, float | int | str | bool] = Field(default_factory=dict)  # extra body
+    params: dict[str, Any] = Field(default_factory=dict)  # extra body / config fields
 
     @property
     def label(self) -> str:
