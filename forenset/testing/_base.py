@@ -29,6 +29,7 @@ class Fault:
     content: replace the model's text with this (malformed JSON, code fences, ...).
     refusal: reply with a refusal (OpenAI ``message.refusal``; Gemini finishReason SAFETY).
     drop: close the connection without replying (connection error on the client).
+    raw_body: reply 200 with these bytes as the body (a broken server / proxy).
     headers: extra response headers (e.g. x-ratelimit-*).
     """
 
@@ -40,6 +41,7 @@ class Fault:
     content: str | None = None
     refusal: str | None = None
     drop: bool = False
+    raw_body: bytes | None = None  # send these bytes as a 200 application/json reply
     headers: dict[str, str] = field(default_factory=dict)
 
 

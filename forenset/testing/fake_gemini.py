@@ -161,6 +161,8 @@ class FakeGemini(FakeServer):
             time.sleep(fault.delay_s)
         if fault and fault.drop:
             return self.drop(h)
+        if fault and fault.raw_body is not None:
+            return self.send_bytes(h, 200, fault.raw_body, "application/json")
         self.work(self.latency_s)
         if fault and fault.status == 401 and fault.message is None:
             key = h.headers.get("x-goog-api-key", "")

@@ -192,6 +192,8 @@ class FakeOpenAI(FakeServer):
             time.sleep(fault.delay_s)
         if fault and fault.drop:
             return self.drop(h)
+        if fault and fault.raw_body is not None:
+            return self.send_bytes(h, 200, fault.raw_body, "application/json")
         self.work(self.latency_s)
         auth = h.headers.get("Authorization", "")
         if fault and fault.status == 401 and fault.message is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import Caption, gemini_spec, png, settings
 
@@ -104,3 +106,14 @@ def test_image_modality_reply(gemini_server):
     out = Image.open(io.BytesIO(img_part.inline_data.data))
     assert out.size == (32, 32)
     assert out.getpixel((0, 0)) == (0, 0, 0) and out.getpixel((16, 16)) != (0, 0, 0)
+
+
+def test_garbled_response_body_is_retried(gemini_server, stage):
+    gemini_server.fault_for = lambda body: (
+        Fault(raw_body=b"{not json") if "photo 0 " in json.dumps(body) else None
+    )
+    s = settings(gemini_spec(gemini_server, max_concurrency=1), max_retries=1)
+    out = run_chat([req(0), req(1)], s, build_seed=1, stage=stage, cache=None)
+    assert out[0].status == "error" and out[0].retryable and out[0].attempts == 2
+    assert "malformed response body" in out[0].error
+    assert out[1].status == "ok" and out[1].attempts == 1

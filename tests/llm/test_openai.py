@@ -145,3 +145,14 @@ def test_ratelimit_headers_update_the_shared_limiter(openai_server, stage):
     run_chat([req()], settings(spec), build_seed=1, stage=stage, cache=None)
     stats = limiter_stats(spec)
     assert stats["rpm"] == 1200 and stats["header_updates"] == 1
+
+
+def test_garbled_response_body_is_retried(openai_server, stage):
+    openai_server.fault_for = lambda body: (
+        Fault(raw_body=b"<html>proxy error</html>") if "number 0 " in json.dumps(body) else None
+    )
+    s = settings(openai_spec(openai_server, max_concurrency=1), max_retries=1)
+    out = run_chat([req(0), req(1)], s, build_seed=1, stage=stage, cache=None)
+    assert out[0].status == "error" and out[0].retryable and out[0].attempts == 2
+    assert "malformed response body" in out[0].error
+    assert out[1].status == "ok" and out[1].attempts == 1

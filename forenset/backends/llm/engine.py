@@ -10,6 +10,7 @@ own thread on the result. No cross-thread locks are needed on the hot path.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import threading
@@ -329,6 +330,12 @@ class Engine:
                     raw = await backend.complete(spec, req, extra)
                 except LLMCallError as exc:
                     failure = exc
+                except json.JSONDecodeError as exc:  # a garbled body (proxy hiccup): retry
+                    failure = LLMCallError(f"malformed response body: {exc}", retryable=True)
+                except Exception as exc:  # an SDK surprise is one item's error, not a crash
+                    reason = f"unexpected {type(exc).__name__}: {redact(str(exc))[:300]}"
+                    log.warning("%s: %s", spec.label, reason)
+                    failure = LLMCallError(reason, retryable=False)
                 finally:
                     if limiter is not None:
                         used = raw.input_tokens + raw.output_tokens if raw else None
@@ -387,10 +394,17 @@ class Engine:
 
 
 async def _prefect_slot(name: str) -> None:
-    """Take one slot of a Prefect global rate limit (shared by every worker of a cluster)."""
+    """Take one slot of a Prefect global rate limit (shared by every worker of a cluster).
+
+    Prefect being unreachable must not crash a shard: it is logged and the local limiter
+    alone paces the call.
+    """
     from prefect.concurrency.asyncio import rate_limit
 
-    await rate_limit(name, occupy=1)
+    try:
+        await rate_limit(name, occupy=1)
+    except Exception as exc:
+        log.warning("Prefect rate limit %r unavailable, pacing locally only: %s", name, exc)
 
 
 _ENGINE: Engine | None = None
