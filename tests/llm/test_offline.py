@@ -45,6 +45,7 @@ def test_offline_dispatch_validates_and_labels(stage):
     assert out[0].status == "ok" and out[0].parsed.objects == ["green"]
     assert (out[0].backend, out[0].model, out[0].cost_usd) == ("offline", "rules-v1", 0.0)
     assert out[1].text == "HELLO"
+    assert out[0].trace()["backend"] == "offline" and out[3].trace()["status"] == "error"
     assert out[2].status == "error" and "schema" in out[2].error
     assert out[3].status == "error" and "ZeroDivisionError" in out[3].error
     assert out[4].status == "error" and "never_registered" in out[4].error

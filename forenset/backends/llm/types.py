@@ -59,6 +59,25 @@ class ChatResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    def trace(self) -> dict[str, Any]:
+        """The scalar tracing columns a stage row carries (everything but parsed/text)."""
+        return {
+            "status": self.status,
+            "error": self.error,
+            "retryable": self.retryable,
+            "backend": self.backend,
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "latency_s": self.latency_s,
+            "cached": self.cached,
+            "attempts": self.attempts,
+            "prompt_id": self.prompt_id,
+            "prompt_hash": self.prompt_hash,
+            "batch_id": self.batch_id,
+        }
+
 
 class ModelSpec(BaseModel):
     """One entry of a model pool (config). Keys are named by env var, never stored."""
