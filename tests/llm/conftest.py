@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 from pydantic import BaseModel, Field
 
-from forenset.backends.llm import LLMSettings, ModelSpec, ResponseCache
+from forenset.backends.llm import LLMSettings, ModelSpec, ResponseCache, reset_limiters
 from forenset.testing.fake_gemini import FakeGemini
 from forenset.testing.fake_openai import FakeOpenAI
 
@@ -35,6 +35,12 @@ def openai_server():
 def gemini_server():
     with FakeGemini() as server:
         yield server
+
+
+@pytest.fixture(autouse=True)
+def fresh_limiters():
+    """Ports get reused between tests: never let one test's learned limits pace another."""
+    reset_limiters()
 
 
 @pytest.fixture(autouse=True)

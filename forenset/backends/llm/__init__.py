@@ -4,7 +4,13 @@ Stages call :func:`run_chat` once per shard; see docs/backends.md.
 """
 
 from forenset.backends.llm.cache import ResponseCache, cache_key
-from forenset.backends.llm.engine import limiter_stats, reset_stage, run_chat, stage_usage
+from forenset.backends.llm.engine import (
+    limiter_stats,
+    reset_limiters,
+    reset_stage,
+    run_chat,
+    stage_usage,
+)
 from forenset.backends.llm.jsonout import extract_json, parse_reply
 from forenset.backends.llm.ledger import BatchLedger
 from forenset.backends.llm.offline import OfflineChat, register_offline_task
@@ -36,6 +42,7 @@ __all__ = [
     "limiter_stats",
     "parse_reply",
     "register_offline_task",
+    "reset_limiters",
     "reset_stage",
     "run_chat",
     "stage_usage",

@@ -461,6 +461,16 @@ def reset_stage(stage: str, build_seed: int) -> None:
     eng.submit(drop())
 
 
+def reset_limiters() -> None:
+    """Forget every learned limit and pause (tests; a new provider account in one process)."""
+    eng = engine()
+
+    async def drop() -> None:
+        eng.limiters.clear()
+
+    eng.submit(drop())
+
+
 def limiter_stats(spec: ModelSpec) -> dict[str, Any]:
     """Live limiter numbers for one model: requests, throttles, current concurrency."""
     eng = engine()
