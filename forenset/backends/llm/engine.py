@@ -1,0 +1,488 @@
+"""run_chat: the synchronous entry the stages call, over one process-wide event loop.
+
+Why one background loop: limiters, SDK clients (connection pools) and stage guards must be
+shared by every shard of the process, and stage shards call us from several Prefect worker
+threads at once. asyncio primitives and httpx pools are bound to one loop, so the process
+owns exactly one loop in a daemon thread; run_chat submits a coroutine to it and blocks its
+own thread on the result. No cross-thread locks are needed on the hot path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from forenset.backends.llm.base import ChatBackend, RawReply, Turns
+from forenset.backends.llm.cache import ResponseCache, cache_key
+from forenset.backends.llm.gemini_chat import GeminiChat
+from forenset.backends.llm.jsonout import parse_reply, repair_message
+from forenset.backends.llm.limits import ModelLimiter, estimate_tokens
+from forenset.backends.llm.offline import OfflineChat
+from forenset.backends.llm.openai_chat import OpenAIChat
+from forenset.backends.llm.pool import choose_model
+from forenset.backends.llm.secrets import redact
+from forenset.backends.llm.types import (
+    ChatRequest,
+    ChatResult,
+    ErrorRateExceeded,
+    LLMCallError,
+    LLMSettings,
+    ModelSpec,
+)
+from forenset.seeds import derive_seed
+
+log = logging.getLogger("forenset.llm")
+T = TypeVar("T")
+
+BUDGET_EXHAUSTED = "budget exhausted"
+
+
+@dataclass
+class StageState:
+    """Per (stage, build seed) and process: error window, abort flag, spend and tokens."""
+
+    window: deque[bool]
+    aborted: str | None = None
+    spent_usd: float = 0.0
+    reserved_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    cached: int = 0
+    errors: int = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "spent_usd": self.spent_usd,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "calls": self.calls,
+            "cached": self.cached,
+            "errors": self.errors,
+            "aborted": self.aborted,
+        }
+
+
+@dataclass
+class _Item:
+    """Mutable per-item bookkeeping across attempts."""
+
+    req: ChatRequest
+    spec: ModelSpec
+    key: str
+    attempts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    t0: float = field(default_factory=time.monotonic)
+
+
+def call_cost(spec: ModelSpec, input_tokens: int, output_tokens: int, *, batch: bool) -> float:
+    """USD for one call from per-1M-token prices (batch calls at the batch price factor)."""
+    usd = (input_tokens * spec.price_in_per_mtok + output_tokens * spec.price_out_per_mtok) / 1e6
+    return usd * (spec.batch_price_factor if batch else 1.0)
+
+
+class Engine:
+    """Owns the loop thread, backends, limiter registry and stage states of the process."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="forenset-llm", daemon=True)
+        self.backends: dict[str, ChatBackend] = {
+            "openai": OpenAIChat(),
+            "gemini": GeminiChat(),
+            "offline": OfflineChat(),
+        }
+        self.limiters: dict[tuple[str, str, str], ModelLimiter] = {}
+        self.stages: dict[tuple[str, int], StageState] = {}
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> T:
+        if threading.current_thread() is self.thread:
+            coro.close()
+            raise RuntimeError("run_chat was called from inside the LLM engine loop")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    # -- registries (touched on the loop thread only) ---------------------------------
+    def limiter_for(self, spec: ModelSpec) -> ModelLimiter:
+        key = (spec.backend, spec.base_url or "", spec.model)
+        if key not in self.limiters:
+            self.limiters[key] = ModelLimiter.from_spec(spec)
+        return self.limiters[key]
+
+    def stage_state(self, stage: str, build_seed: int, settings: LLMSettings) -> StageState:
+        key = (stage, build_seed)
+        if key not in self.stages:
+            self.stages[key] = StageState(window=deque(maxlen=settings.error_window))
+        return self.stages[key]
+
+    # -- one stage call ---------------------------------------------------------------
+    async def run_all(
+        self,
+        requests: list[ChatRequest],
+        settings: LLMSettings,
+        build_seed: int,
+        stage: str,
+        cache: ResponseCache | None,
+    ) -> list[ChatResult]:
+        from forenset.backends.llm.batch import BATCH_BACKENDS, run_batch_group
+
+        state = self.stage_state(stage, build_seed, settings)
+        if state.aborted:
+            raise ErrorRateExceeded(state.aborted)
+        items = [
+            self.make_item(r, choose_model(settings.pool, build_seed, stage, r.item_id))
+            for r in requests
+        ]
+        results: list[ChatResult | None] = [None] * len(items)
+
+        async def one(i: int) -> None:
+            results[i] = await self.run_item(items[i], settings, state, stage, build_seed, cache)
+
+        jobs: list[Coroutine[Any, Any, None]] = []
+        groups: dict[tuple[str, str | None, str], list[int]] = {}
+        for i, item in enumerate(items):
+            if item.spec.batch and item.spec.backend in BATCH_BACKENDS:
+                spec_key = (item.spec.backend, item.spec.base_url, item.spec.model)
+                groups.setdefault(spec_key, []).append(i)
+            else:
+                jobs.append(one(i))
+        for idx in groups.values():
+            jobs.append(
+                run_batch_group(
+                    self,
+                    items[idx[0]].spec,
+                    [items[i] for i in idx],
+                    idx,
+                    results,
+                    settings,
+                    state,
+                    stage,
+                    build_seed,
+                    cache,
+                )
+            )
+        await asyncio.gather(*jobs)
+        if state.aborted:
+            raise ErrorRateExceeded(state.aborted)
+        missing = [items[i].req.item_id for i, r in enumerate(results) if r is None]
+        if missing:  # a bug, not a provider error: fail loudly rather than misalign rows
+            raise RuntimeError(f"run_chat produced no result for items {missing[:5]}")
+        return results  # type: ignore[return-value]
+
+    def make_item(self, req: ChatRequest, spec: ModelSpec) -> _Item:
+        key = "" if spec.backend == "offline" else cache_key(spec, req)
+        return _Item(req=req, spec=spec, key=key)
+
+    def result(
+        self,
+        item: _Item,
+        *,
+        status: str,
+        text: str = "",
+        parsed: Any = None,
+        error: str | None = None,
+        retryable: bool = False,
+        cached: bool = False,
+        batch_id: str | None = None,
+    ) -> ChatResult:
+        r = item.req
+        return ChatResult(
+            item_id=r.item_id,
+            status=status,
+            parsed=parsed,
+            text=text,  # type: ignore[arg-type]
+            error=redact(error) if error else None,
+            retryable=retryable,
+            backend=item.spec.backend,
+            model=item.spec.model,
+            input_tokens=item.input_tokens,
+            output_tokens=item.output_tokens,
+            cost_usd=item.cost_usd,
+            latency_s=time.monotonic() - item.t0,
+            cached=cached,
+            attempts=item.attempts,
+            task=r.task,
+            prompt_id=r.prompt_id,
+            prompt_hash=r.prompt_hash,
+            cache_key=item.key,
+            batch_id=batch_id,
+        )
+
+    async def from_cache(
+        self, item: _Item, cache: ResponseCache | None, state: StageState
+    ) -> ChatResult | None:
+        if cache is None or not item.key:
+            return None
+        entry = await asyncio.to_thread(cache.get, item.key)
+        if entry is None:
+            return None
+        parsed, err = parse_reply(entry.get("text", ""), item.req.response_model)
+        if err is not None:
+            return None  # cached under an older output model: call again
+        item.input_tokens = int(entry.get("input_tokens", 0))
+        item.output_tokens = int(entry.get("output_tokens", 0))
+        state.cached += 1
+        return self.result(item, status="ok", text=entry["text"], parsed=parsed, cached=True)
+
+    async def store(
+        self, item: _Item, cache: ResponseCache | None, raw: RawReply, batch_id: str | None = None
+    ) -> None:
+        if cache is None or not item.key:
+            return
+        entry = {
+            "backend": item.spec.backend,
+            "model": item.spec.model,
+            "text": raw.text,
+            "input_tokens": raw.input_tokens,
+            "output_tokens": raw.output_tokens,
+            "task": item.req.task,
+            "prompt_id": item.req.prompt_id,
+            "batch_id": batch_id,
+            "created": time.time(),
+        }
+        try:
+            await asyncio.to_thread(cache.put, item.key, entry)
+        except OSError as exc:  # the answer is still returned; only the reuse is lost
+            log.warning("could not write LLM cache entry %s: %s", item.key, exc)
+
+    def finish(
+        self, result: ChatResult, state: StageState, settings: LLMSettings, stage: str
+    ) -> ChatResult:
+        """Feed the sliding error window; set the stage's abort message when it overflows."""
+        if result.cached or result.error in (BUDGET_EXHAUSTED,) or state.aborted:
+            return result
+        failed = result.status == "error"
+        state.errors += failed
+        state.window.append(failed)
+        n, k = len(state.window), sum(state.window)
+        if n >= settings.error_window and k / n > settings.max_error_rate and not state.aborted:
+            reason = (result.error or "").replace(". ", "; ").rstrip(".")[:200]
+            state.aborted = (
+                f"Stage '{stage}' stopped because {k} of its last {n} model calls failed "
+                f"(limit {settings.max_error_rate:.0%}), the last on {result.backend}/"
+                f"{result.model} with: {reason}."
+            )
+            log.error(state.aborted)
+        return result
+
+    async def run_item(
+        self,
+        item: _Item,
+        settings: LLMSettings,
+        state: StageState,
+        stage: str,
+        build_seed: int,
+        cache: ResponseCache | None,
+        extra: Turns | None = None,
+        repairs_used: int = 0,
+    ) -> ChatResult:
+        """Cache, budget, limiter, retries with backoff, one repair turn; never raises."""
+        hit = await self.from_cache(item, cache, state)
+        if hit is not None:
+            return hit
+        spec, req = item.spec, item.req
+        backend = self.backends[spec.backend]
+        limiter = self.limiter_for(spec) if spec.backend != "offline" else None
+        rng = random.Random(derive_seed(build_seed, stage, req.item_id, "backoff"))
+        extra = list(extra or [])
+        retries = 0
+        while True:
+            if state.aborted:
+                return self.result(
+                    item, status="error", error="stage aborted: error rate", retryable=True
+                )
+            est = estimate_tokens(req.system + req.user, len(req.images), req.max_tokens)
+            est_out = req.max_tokens or 256
+            est_cost = call_cost(spec, est - est_out, est_out, batch=False)
+            budget = settings.budget_usd
+            if budget is not None and state.spent_usd + state.reserved_usd + est_cost > budget:
+                return self.result(item, status="error", error=BUDGET_EXHAUSTED, retryable=True)
+            state.reserved_usd += est_cost
+            item.attempts += 1
+            raw: RawReply | None = None
+            failure: LLMCallError | None = None
+            try:
+                if limiter is not None:
+                    if spec.prefect_rate_limit:
+                        await _prefect_slot(spec.prefect_rate_limit)
+                    await limiter.acquire(est)
+                    if state.aborted:  # stopped while this item queued for a slot
+                        await limiter.release(est_tokens=est, used_tokens=0)
+                        item.attempts -= 1
+                        return self.result(
+                            item, status="error", retryable=True, error="stage aborted: error rate"
+                        )
+                try:
+                    raw = await backend.complete(spec, req, extra)
+                except LLMCallError as exc:
+                    failure = exc
+                except json.JSONDecodeError as exc:  # a garbled body (proxy hiccup): retry
+                    failure = LLMCallError(f"malformed response body: {exc}", retryable=True)
+                except Exception as exc:  # an SDK surprise is one item's error, not a crash
+                    reason = f"unexpected {type(exc).__name__}: {redact(str(exc))[:300]}"
+                    log.warning("%s: %s", spec.label, reason)
+                    failure = LLMCallError(reason, retryable=False)
+                finally:
+                    if limiter is not None:
+                        used = raw.input_tokens + raw.output_tokens if raw else None
+                        await limiter.release(est_tokens=est, used_tokens=used)
+            finally:
+                state.reserved_usd -= est_cost
+            state.calls += 1
+            if failure is not None:
+                if limiter is not None:
+                    limiter.update_from_headers(failure.headers)
+                    if failure.throttled:
+                        limiter.on_throttle(failure.retry_after_s)
+                if failure.retryable and retries < settings.max_retries:
+                    retries += 1
+                    await asyncio.sleep(self.backoff(settings, retries, failure, rng))
+                    continue
+                res = self.result(
+                    item, status="error", error=failure.reason, retryable=failure.retryable
+                )
+                return self.finish(res, state, settings, stage)
+            assert raw is not None
+            if limiter is not None:
+                limiter.update_from_headers(raw.headers)
+                limiter.concurrency.on_success()
+            self.charge(item, state, raw, batch=False)
+            parsed, perr = parse_reply(raw.text, req.response_model)
+            if perr is None:
+                await self.store(item, cache, raw)
+                res = self.result(item, status="ok", text=raw.text, parsed=parsed)
+                return self.finish(res, state, settings, stage)
+            if repairs_used < settings.repair_retries:
+                repairs_used += 1
+                extra = [*extra, ("assistant", raw.text), ("user", repair_message(perr))]
+                continue
+            res = self.result(item, status="error", text=raw.text, error=perr, retryable=False)
+            return self.finish(res, state, settings, stage)
+
+    def charge(self, item: _Item, state: StageState, raw: RawReply, *, batch: bool) -> None:
+        cost = call_cost(item.spec, raw.input_tokens, raw.output_tokens, batch=batch)
+        item.input_tokens += raw.input_tokens
+        item.output_tokens += raw.output_tokens
+        item.cost_usd += cost
+        state.input_tokens += raw.input_tokens
+        state.output_tokens += raw.output_tokens
+        state.spent_usd += cost
+
+    @staticmethod
+    def backoff(
+        settings: LLMSettings, retry: int, failure: LLMCallError, rng: random.Random
+    ) -> float:
+        """Retry-After when the server sent one (+10 % jitter), else capped exponential."""
+        if failure.retry_after_s is not None:
+            return failure.retry_after_s * (1.0 + 0.1 * rng.random())
+        cap = min(settings.backoff_max_s, settings.backoff_base_s * 2 ** (retry - 1))
+        return cap * (0.5 + 0.5 * rng.random())
+
+
+async def _prefect_slot(name: str) -> None:
+    """Take one slot of a Prefect global rate limit (shared by every worker of a cluster).
+
+    Prefect being unreachable must not crash a shard: it is logged and the local limiter
+    alone paces the call.
+    """
+    from prefect.concurrency.asyncio import rate_limit
+
+    try:
+        await rate_limit(name, occupy=1)
+    except Exception as exc:
+        log.warning("Prefect rate limit %r unavailable, pacing locally only: %s", name, exc)
+
+
+_ENGINE: Engine | None = None
+_ENGINE_LOCK = threading.Lock()
+
+
+def engine() -> Engine:
+    """The process-wide engine, started on first use."""
+    global _ENGINE
+    with _ENGINE_LOCK:
+        if _ENGINE is None:
+            _ENGINE = Engine()
+        return _ENGINE
+
+
+def run_chat(
+    requests: list[ChatRequest],
+    settings: LLMSettings,
+    *,
+    build_seed: int,
+    stage: str,
+    cache: ResponseCache | None,
+) -> list[ChatResult]:
+    """Run one shard's requests; results in input order, errors as rows.
+
+    A model is picked per item from ``settings.pool`` with an RNG seeded by (build seed,
+    stage, item id). Raises ErrorRateExceeded when the stage's error window overflows
+    (then later calls for the same stage raise at once). Safe from many threads.
+    """
+    if not requests:
+        return []
+    eng = engine()
+    return eng.submit(eng.run_all(requests, settings, build_seed, stage, cache))
+
+
+def stage_usage(stage: str, build_seed: int) -> dict[str, Any]:
+    """Tokens, USD, calls, cache hits and errors this process spent on a stage so far."""
+    eng = engine()
+
+    async def read() -> dict[str, Any]:
+        st = eng.stages.get((stage, build_seed))
+        return st.snapshot() if st else StageState(window=deque()).snapshot()
+
+    return eng.submit(read())
+
+
+def reset_stage(stage: str, build_seed: int) -> None:
+    """Forget a stage's error window, abort flag and spend (e.g. before a fresh run)."""
+    eng = engine()
+
+    async def drop() -> None:
+        eng.stages.pop((stage, build_seed), None)
+
+    eng.submit(drop())
+
+
+def reset_limiters() -> None:
+    """Forget every learned limit and pause (tests; a new provider account in one process)."""
+    eng = engine()
+
+    async def drop() -> None:
+        eng.limiters.clear()
+
+    eng.submit(drop())
+
+
+def limiter_stats(spec: ModelSpec) -> dict[str, Any]:
+    """Live limiter numbers for one model: requests, throttles, current concurrency."""
+    eng = engine()
+
+    async def read() -> dict[str, Any]:
+        lim = eng.limiter_for(spec)
+        return {
+            "requests": lim.stats.requests,
+            "throttled": lim.stats.throttled,
+            "header_updates": lim.stats.header_updates,
+            "concurrency_limit": lim.concurrency.limit,
+            "rpm": lim.requests.rate * 60 if lim.requests else None,
+        }
+
+    return eng.submit(read())

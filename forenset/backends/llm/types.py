@@ -1,0 +1,160 @@
+"""Requests, results, config models and errors of the chat-model layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+@dataclass
+class ChatRequest:
+    """One model call for one item: rendered prompts, images in order, expected output model."""
+
+    task: str
+    item_id: str
+    system: str
+    user: str
+    images: list[bytes] = field(default_factory=list)
+    response_model: type[BaseModel] | None = None
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    seed: int | None = None
+    prompt_id: str = ""
+    prompt_hash: str = ""
+
+    def __repr__(self) -> str:  # images can be megabytes: keep reprs short
+        return (
+            f"ChatRequest(task={self.task!r}, item_id={self.item_id!r}, "
+            f"images={len(self.images)}, prompt_id={self.prompt_id!r})"
+        )
+
+
+@dataclass
+class ChatResult:
+    """One item's outcome; errors are values (status='error', error=reason)."""
+
+    item_id: str
+    status: Literal["ok", "error"]
+    parsed: BaseModel | None = None
+    text: str = ""
+    error: str | None = None
+    retryable: bool = False
+    backend: str = ""
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    cached: bool = False
+    attempts: int = 0
+    task: str = ""
+    prompt_id: str = ""
+    prompt_hash: str = ""
+    cache_key: str = ""
+    batch_id: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def trace(self) -> dict[str, Any]:
+        """The scalar tracing columns a stage row carries (everything but parsed/text)."""
+        return {
+            "status": self.status,
+            "error": self.error,
+            "retryable": self.retryable,
+            "backend": self.backend,
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "latency_s": self.latency_s,
+            "cached": self.cached,
+            "attempts": self.attempts,
+            "prompt_id": self.prompt_id,
+            "prompt_hash": self.prompt_hash,
+            "batch_id": self.batch_id,
+        }
+
+
+class ModelSpec(BaseModel):
+    """One entry of a model pool (config). Keys are named by env var, never stored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Literal["offline", "openai", "gemini"]
+    model: str
+    weight: float = Field(1.0, gt=0)
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_version: str | None = None  # gemini: "v1beta" (default) or "v1"
+    rpm: float | None = Field(None, gt=0)  # requests / minute (None: unlimited until headers say)
+    tpm: float | None = Field(None, gt=0)  # tokens / minute
+    max_concurrency: int = Field(16, ge=1)
+    price_in_per_mtok: float = Field(0.0, ge=0)  # USD per 1M input tokens
+    price_out_per_mtok: float = Field(0.0, ge=0)
+    timeout_s: float = Field(60.0, gt=0)
+    batch: bool = False  # OpenAI Batch API (50 % price, hours of latency)
+    batch_price_factor: float = Field(0.5, gt=0)
+    batch_poll_s: float = Field(30.0, gt=0)
+    batch_wait_s: float = Field(24 * 3600.0, ge=0)  # give up waiting (items retryable) after
+    prefect_rate_limit: str | None = None  # name of a Prefect global concurrency limit
+    params: dict[str, Any] = Field(default_factory=dict)  # extra body / config fields
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend}/{self.model}"
+
+
+class LLMSettings(BaseModel):
+    """Stage-level settings: the model pool and the guards that stop a stage early."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pool: list[ModelSpec] = Field(min_length=1)
+    max_retries: int = Field(5, ge=0)  # transport retries per item (429/5xx/timeouts)
+    backoff_base_s: float = Field(0.5, ge=0)
+    backoff_max_s: float = Field(30.0, ge=0)
+    repair_retries: int = Field(1, ge=0)  # invalid JSON / schema -> show the model the error
+    max_error_rate: float = Field(0.5, ge=0, le=1)  # over the sliding window
+    error_window: int = Field(20, ge=1)
+    budget_usd: float | None = Field(None, ge=0)  # per stage and process; None = no cap
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> LLMSettings:
+        labels = [(s.backend, s.base_url, s.model) for s in self.pool]
+        if len(set(labels)) != len(labels):
+            raise ValueError("pool lists the same (backend, base_url, model) twice")
+        return self
+
+
+class LLMCallError(Exception):
+    """One failed attempt. ``retryable`` decides between backoff and a terminal error row."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+        throttled: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retryable = retryable
+        self.status = status
+        self.retry_after_s = retry_after_s
+        self.throttled = throttled
+        self.headers = headers or {}
+
+
+class StageAborted(RuntimeError):
+    """Base for stage-level aborts raised by run_chat."""
+
+
+class ErrorRateExceeded(StageAborted):
+    """Too many failed items in the sliding window; the message is one sentence."""

@@ -1,0 +1,103 @@
+"""Limiter and parsing units (state semantics only; speed lives in bench/)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from forenset.backends.llm import extract_json
+from forenset.backends.llm.limits import (
+    AdaptiveConcurrency,
+    ModelLimiter,
+    TokenBucket,
+    parse_duration,
+    retry_after_from,
+)
+from forenset.backends.llm.secrets import redact
+from forenset.backends.llm.types import ModelSpec
+
+
+def test_parse_duration_and_retry_after():
+    assert parse_duration("6m0s") == 360.0
+    assert parse_duration("1.5s") == 1.5
+    assert parse_duration("120ms") == pytest.approx(0.12)
+    assert parse_duration("2") == 2.0
+    assert parse_duration("soon") is None
+    assert retry_after_from({"Retry-After-Ms": "250", "retry-after": "3"}) == 0.25
+    assert retry_after_from({"retry-after": "3"}) == 3.0
+    assert retry_after_from({"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}) is None
+
+
+def test_extract_json_variants():
+    assert extract_json('{"a": 1}') == {"a": 1}
+    assert extract_json('Here:\n```json\n{"a": [1, 2]}\n```\nDone') == {"a": [1, 2]}
+    assert extract_json('```\n{"b": true}\n```') == {"b": True}
+    assert extract_json('Sure, {"c": "x"} is it') == {"c": "x"}
+    with pytest.raises(ValueError):
+        extract_json("no json here")
+
+
+def test_token_bucket_burst_debt_and_rate_change():
+    async def go():
+        b = TokenBucket(rate_per_s=1000.0, capacity=5.0)
+        for _ in range(5):
+            await b.acquire()
+        assert b.level < 1.0
+        b.adjust(10)  # charged more than estimated: debt
+        assert b.level < -8.0
+        b.set_rate(2000.0, 2.0)
+        assert b.capacity == 2.0 and b.rate == 2000.0
+        b.cap_level(-20.0)
+        assert b.level <= -20.0
+
+    asyncio.run(go())
+
+
+def test_aimd_cuts_once_per_burst_and_recovers():
+    c = AdaptiveConcurrency(16, decrease=0.5, cooldown_s=60.0)
+    c.on_throttle()
+    c.on_throttle()  # same burst: no second cut
+    assert c.limit == 8.0
+    for _ in range(100):
+        c.on_success()
+    assert c.limit == 16.0
+
+
+def test_aimd_bounds_in_flight():
+    async def go():
+        c = AdaptiveConcurrency(2)
+        peak = 0
+
+        async def worker():
+            nonlocal peak
+            await c.acquire()
+            peak = max(peak, c.in_flight)
+            await asyncio.sleep(0.001)
+            await c.release()
+
+        await asyncio.gather(*(worker() for _ in range(10)))
+        return peak
+
+    assert asyncio.run(go()) == 2
+
+
+def test_headers_teach_limits_and_pause_at_zero():
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", rpm=60))
+    assert lim.requests is not None and lim.requests.rate == 1.0
+    lim.update_from_headers(
+        {
+            "x-ratelimit-limit-requests": "600",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": "2s",
+            "x-ratelimit-limit-tokens": "60000",
+        }
+    )
+    assert lim.requests.rate == 10.0
+    assert lim.tokens is not None and lim.tokens.rate == 1000.0
+    assert lim.paused_until > 0
+
+
+def test_redact_masks_key_like_tokens():
+    assert "sk-abc" not in redact("Incorrect API key provided: sk-abc123def456")
+    assert redact("plain text 401") == "plain text 401"
