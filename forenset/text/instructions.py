@@ -298,7 +298,8 @@ def validate_instructions(
     for i, item in enumerate(items):
         out.extend(f"{i}: {f}" for f in validate_instruction(item, caption, cfg, names))
         d = item.model_dump() if isinstance(item, EditInstruction) else dict(item)
-        key = (str(d.get("kind")), tuple(content_lemmas(str(d.get("target", "")))))
+        target_key = [w for w in lemmas(str(d.get("target", ""))) if w not in ("the", "a", "an")]
+        key = (str(d.get("kind")), tuple(target_key))
         if key in seen_pairs:
             out.append(f"{i}: repeats kind {key[0]!r} on the same target")
         seen_pairs.add(key)

@@ -461,7 +461,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def dedupe(
     items: Sequence[T],
-    threshold: float = 0.7,
+    threshold: float = 0.6,
     key: Callable[[T], str] | None = None,
 ) -> list[T]:
     """Keep-first removal of near-duplicates: an item is dropped when the token-set Jaccard
@@ -488,7 +488,7 @@ def dedupe(
 def offline_prompts(
     seed: int,
     per_category: int = 12,
-    threshold: float = 0.7,
+    threshold: float = 0.6,
     categories: Sequence[str] | None = None,
     max_tries: int = 5,
 ) -> list[PromptRecord]:
