@@ -120,8 +120,10 @@ _TIME = re.compile(
 )
 # A visible time element in the image description (public-safety constraint).
 _VISIBLE_TIME = re.compile(
-    r"\b(clock|timestamp|ticker|dated|date stamp|reads \d|shows \d|displays \d|"
-    r"(low|orange|morning|evening|dusk|dawn) (light|haze)|streetlights? (still )?on)\b",
+    r"(\b(clock|timestamp|ticker|dated|date stamp|lock screen)\b|"
+    r"\b(reads|shows|displays) \d{1,2}[:.]\d{2}|"
+    r"\b(low|orange|morning|evening|dusk|dawn) (light|haze)\b|\blight is low\b|"
+    r"\blight of (early )?(morning|evening|dusk|dawn)\b|\bstreetlights? (still )?on\b)",
     re.IGNORECASE,
 )
 
@@ -341,7 +343,7 @@ def _time_cue(rng: np.random.Generator, cues: Sequence[str], date: str) -> tuple
     cue = _choice(rng, cues)
     if "evening" in cue:
         clock = _clock(rng, 17, 20)
-    elif "morning" in cue:
+    elif "morning" in cue:  # early-morning light
         clock = _clock(rng, 5, 7)
     else:
         clock = _clock(rng)
@@ -384,7 +386,16 @@ def build_prompt(
         items: list[Item] = fitting(getattr(cat.slots, name), m)
         return _choice(rng, items).text
 
-    who, where, why = slot("who"), slot("where"), slot("why")
+    who_item: Item = _choice(rng, fitting(cat.slots.who, m))
+    who, where = who_item.text, slot("where")
+    # The cause follows the content when it has its own list, else the person, else the slot.
+    why = (
+        slot("why")
+        if item is not None and item.why
+        else _choice(rng, who_item.why)
+        if who_item.why
+        else slot("why")
+    )
     how = _choice(rng, tax.media_how[m]) if m in tax.media_how else slot("how")
     weekday, date = _date(rng)
     vals = synthetic_values(cat.synthetic_values, rng) if cat.synthetic_values else {}

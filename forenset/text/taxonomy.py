@@ -27,7 +27,8 @@ class Item(BaseModel):
 
     text: str
     media: list[str] = Field(default_factory=list)
-    # Content items only: slot values that replace the category's (coherent cause / place).
+    # Slot values that replace the category's when this item is chosen (content items:
+    # why / where / details; who items: why) - keeps cause, place and person coherent.
     why: list[str] = Field(default_factory=list)
     where: list[str] = Field(default_factory=list)
     details: list[str] = Field(default_factory=list)
