@@ -253,6 +253,17 @@ def test_valid_set_passes_and_plural_insensitive_grounding():
     assert grounding_failure("the dog", CAPTION) is None  # caption says "dogs"
     assert grounding_failure("the benches", CAPTION) is None
     assert grounding_failure("the ball", "Children play with balls.") is None
+    # the head noun must be grounded, not just a modifier-like word before it
+    assert "'house'" in grounding_failure("the tree house", CAPTION)
+    assert grounding_failure("the blue coat", CAPTION) is None
+    assert "names no concrete entity" in grounding_failure("the left part", CAPTION)
+    # a caller's region name is grounded as such
+    assert (
+        grounding_failure(
+            "the dark region at upper left", CAPTION, ["the dark region at upper left"]
+        )
+        is None
+    )
 
 
 def test_failures_are_reported_per_item():
