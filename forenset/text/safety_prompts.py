@@ -507,19 +507,23 @@ def offline_prompts(
 
     Each category draws from its own rng (seed, 'prompts', category id), so adding a category
     does not change the others. A record failing validation is rebuilt (up to max_tries).
+    Dedupe runs within each category (prompts of different categories share little text), which
+    keeps it O(sum n_c^2) instead of O(n^2).
     """
     out: list[PromptRecord] = []
     for cat in load_taxonomy():
         if categories is not None and cat.id not in categories:
             continue
         rng = rng_for(seed, "prompts", cat.id)
+        recs: list[PromptRecord] = []
         for sc in sample_scenarios(cat, rng, per_category):
             for _ in range(max_tries):
                 rec = build_prompt(sc, rng, cat)
                 if not validate_prompt_record(rec, cat):
-                    out.append(rec)
+                    recs.append(rec)
                     break
-    return dedupe(out, threshold)
+        out.extend(dedupe(recs, threshold))
+    return out
 
 
 # ---------------------------------------------------------------- LLM-driven variant helpers
