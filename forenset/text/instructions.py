@@ -644,3 +644,38 @@ def family_balance(
             if ff == f:
                 table.append(dict(family=f, kind=k, count=m, share=m / total, target_share=None))
     return table
+
+
+# ---------------------------------------------------------------- LLM prompt variables
+
+
+def kinds_table(config: InstructionConfig | None = None) -> str:
+    """The families/kinds list shown to the LLM (families with weight 0 are left out)."""
+    cfg = config or InstructionConfig()
+    lines = []
+    for fam in FAMILIES:
+        if cfg.family_weights.get(fam, 0) <= 0:
+            continue
+        kinds = [k for k in FAMILY_KINDS[fam] if cfg.kind_weights.get(k, 1.0) > 0]
+        lines.append(f"- {fam}: {', '.join(kinds)}")
+    return "\n".join(lines)
+
+
+def instruction_vars(caption: str, config: InstructionConfig | None = None) -> dict[str, Any]:
+    """Variables for render('edit_instructions', ...)."""
+    cfg = config or InstructionConfig()
+    return dict(
+        caption=caption,
+        n_min=str(cfg.n_min),
+        n_max=str(cfg.n_max),
+        kinds_table=kinds_table(cfg),
+        blocked_terms=", ".join(cfg.blocked_terms),
+    )
+
+
+def difficulty_vars(caption: str, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Variables for render('instruction_difficulty', ...)."""
+    listing = "\n".join(
+        f"{i}. [{it['family']}/{it['kind']}] {it['text']}" for i, it in enumerate(items)
+    )
+    return dict(caption=caption, instructions=listing)

@@ -312,3 +312,33 @@ def test_difficulty_rule():
     assert rate_difficulty("liquify", 0.1, "person", {"strength": 0.4}) == 3
     assert rate_difficulty("copy_move", 0.05, "object") == 3
     assert rate_difficulty("removal", 0.01, "object") == 4
+
+
+def test_llm_prompt_variables_and_reply_validation():
+    from forenset.text.instructions import difficulty_vars, instruction_vars
+    from forenset.text.models import DifficultyRatings
+    from forenset.text.templates import render
+
+    cfg = InstructionConfig(family_weights={"object": 1.0, "scene": 1.0})
+    system, user, pid, phash = render("edit_instructions", **instruction_vars(CAPTION, cfg))
+    assert CAPTION in user and "- object: insertion" in user and "- person:" not in user
+    assert "gun" in user and pid == "edit_instructions@1" and len(phash) == 64
+    reply = EditInstructionSet.model_validate(
+        {
+            "instructions": [
+                ins(),
+                ins(
+                    text="Make the sky overcast.",
+                    family="scene",
+                    kind="weather",
+                    target="the sky",
+                    location_hint="top",
+                    expected_change="grey clouds cover the sky",
+                ),
+            ]
+        }
+    )
+    assert validate_instructions(reply.instructions, CAPTION, cfg) == []
+    _, user, _, _ = render("instruction_difficulty", **difficulty_vars(CAPTION, [ins()]))
+    assert "0. [object/removal] Remove the wooden bench" in user
+    DifficultyRatings.model_validate({"ratings": [{"index": 0, "difficulty": 3, "reason": "r"}]})
