@@ -338,10 +338,20 @@ def _cap(s: str) -> str:
     return s[:1].upper() + s[1:] if s else s
 
 
-def _time_cue(rng: np.random.Generator, cues: Sequence[str], date: str) -> tuple[str, str]:
-    """(visible time-cue phrase, clock) with a clock that matches the cue's light."""
+def _time_cue(
+    rng: np.random.Generator,
+    cues: Sequence[str],
+    date: str,
+    night: bool = False,
+) -> tuple[str, str]:
+    """(visible time-cue phrase, clock) with a clock that matches the cue's light; night scenes
+    get a night-time clock and no daylight cue."""
+    if night:
+        cues = [c for c in cues if "light" not in c] or list(cues)
     cue = _choice(rng, cues)
-    if "evening" in cue:
+    if night:
+        clock = f"{int(_choice(rng, (21, 22, 23, 0, 1, 2, 3))):02d}:{int(rng.integers(60)):02d}"
+    elif "evening" in cue:
         clock = _clock(rng, 17, 20)
     elif "morning" in cue:  # early-morning light
         clock = _clock(rng, 5, 7)
@@ -380,28 +390,29 @@ def build_prompt(
     item = cat.content_item(scenario.content)
 
     def slot(name: str) -> str:
-        own = getattr(item, name, None) if item is not None and name in ("why", "where") else None
+        own = getattr(item, name, None) if item is not None else None
         if own:
             return _choice(rng, own)
         items: list[Item] = fitting(getattr(cat.slots, name), m)
         return _choice(rng, items).text
 
-    who_item: Item = _choice(rng, fitting(cat.slots.who, m))
+    # Content-level lists win; else a who item may bring its own causes; else the slot.
+    if item is not None and item.who:
+        who_item = Item(text=_choice(rng, item.who))
+    else:
+        who_item = _choice(rng, fitting(cat.slots.who, m))
     who, where = who_item.text, slot("where")
-    # The cause follows the content when it has its own list, else the person, else the slot.
-    why = (
-        slot("why")
-        if item is not None and item.why
-        else _choice(rng, who_item.why)
-        if who_item.why
-        else slot("why")
-    )
+    if (item is None or not item.why) and who_item.why:
+        why = _choice(rng, who_item.why)
+    else:
+        why = slot("why")
     how = _choice(rng, tax.media_how[m]) if m in tax.media_how else slot("how")
     weekday, date = _date(rng)
     vals = synthetic_values(cat.synthetic_values, rng) if cat.synthetic_values else {}
     cue = ""
     if cat.requires_time_cue:
-        cue, clock = _time_cue(rng, tax.time_cues, date)
+        night = "night" in lemmas(scenario.content)
+        cue, clock = _time_cue(rng, tax.time_cues, date, night)
     else:
         clock = _clock(rng, 7, 23)
     when = f"{weekday} {date}, around {clock}"

@@ -27,10 +27,12 @@ class Item(BaseModel):
 
     text: str
     media: list[str] = Field(default_factory=list)
-    # Slot values that replace the category's when this item is chosen (content items:
-    # why / where / details; who items: why) - keeps cause, place and person coherent.
-    why: list[str] = Field(default_factory=list)
+    # Slot values that replace the category's when this item is chosen (content items: any
+    # slot; who items: why) - keeps people, place, cause and details coherent.
+    who: list[str] = Field(default_factory=list)
     where: list[str] = Field(default_factory=list)
+    why: list[str] = Field(default_factory=list)
+    how: list[str] = Field(default_factory=list)
     details: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")
