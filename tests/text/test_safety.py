@@ -284,3 +284,29 @@ def test_llm_variant_render_parse_validate():
     )
     _, fails = record_from_llm(sc, bad, pid, phash)
     assert any("placeholder" in f for f in fails) and any("who" in f for f in fails)
+
+
+def test_content_level_slots_keep_prompts_coherent(prompts):
+    for r in prompts:
+        item = get_category(r.category).content_item(r.scenario.content)
+        if item.who:
+            assert r.fields.who in item.who
+        if item.where:
+            assert r.fields.where in item.where
+        if item.why:
+            assert r.fields.why in item.why
+        if item.details:
+            assert r.scenario.detail in item.details
+        if r.category.startswith("P") and "night" in r.scenario.content:
+            hour = int(r.fields.when.split("around ")[1][:2])
+            assert hour >= 21 or hour <= 4
+
+
+def test_unknown_media_tag_is_rejected(tmp_path):
+    text = TAXONOMY_PATH.read_text().replace(
+        "media: [photograph of a printed paper receipt]}", "media: [a fax]}", 1
+    )
+    bad = tmp_path / "taxonomy.yaml"
+    bad.write_text(text)
+    with pytest.raises(ValueError, match="unknown media forms"):
+        load_taxonomy(bad)
