@@ -1,0 +1,213 @@
+"""Safety taxonomy (after SafeIMG): 12 categories as data, and scenario sampling S_c.
+
+The data lives in forenset/prompts/taxonomy.yaml; ``taxonomy_hash()`` is the sha256 of that file,
+to be fed into the scenarios/prompts stage fingerprints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, Field, model_validator
+
+from forenset.text.templates import PROMPTS_DIR
+
+TAXONOMY_PATH = PROMPTS_DIR / "taxonomy.yaml"
+SLOT_NAMES = ("who", "where", "why", "how", "details")
+
+
+class Item(BaseModel):
+    """A vocabulary entry; ``media`` lists the media forms it fits (empty = all)."""
+
+    text: str
+    media: list[str] = Field(default_factory=list)
+    # Slot values that replace the category's when this item is chosen (content items: any
+    # slot; who items: why) - keeps people, place, cause and details coherent.
+    who: list[str] = Field(default_factory=list)
+    where: list[str] = Field(default_factory=list)
+    why: list[str] = Field(default_factory=list)
+    how: list[str] = Field(default_factory=list)
+    details: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_str(cls, v: object) -> object:
+        return {"text": v} if isinstance(v, str) else v
+
+    def fits(self, media_form: str) -> bool:
+        return not self.media or media_form in self.media
+
+
+def fitting(items: list[Item], media_form: str) -> list[Item]:
+    """Items that suit a media form (all items when none is tagged for it)."""
+    return [i for i in items if i.fits(media_form)] or list(items)
+
+
+class Slots(BaseModel):
+    """Slot vocabularies the offline 5W+1H constructor draws from."""
+
+    who: list[Item] = Field(min_length=3)
+    where: list[Item] = Field(min_length=3)
+    why: list[Item] = Field(min_length=3)
+    how: list[Item] = Field(min_length=3)
+    details: list[Item] = Field(min_length=3)
+
+
+class Category(BaseModel):
+    id: str
+    group: Literal["public", "individual"]
+    name: str
+    evidentiary_function: str
+    risk_summary: str
+    contents: list[Item] = Field(min_length=4)
+    media_forms: list[str] = Field(min_length=2)
+    slots: Slots
+    constraints: list[str] = Field(default_factory=list)
+    synthetic_values: list[str] = Field(default_factory=list)
+    # How the offline constructor phrases the who / why slots, and notes it appends to prompts.
+    who_frame: str = "In view: {who}."
+    why_frame: str = "It happened because of {why}."
+    prompt_notes: list[str] = Field(default_factory=list)
+    # Filled from the file's group_constraints at load time.
+    group_constraints: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _media_tags_known(self) -> Category:
+        items = list(self.contents)
+        for name in SLOT_NAMES:
+            items += getattr(self.slots, name)
+        for it in items:
+            bad = sorted(set(it.media) - set(self.media_forms))
+            if bad:
+                raise ValueError(f"{self.id}: item {it.text!r} names unknown media forms {bad}")
+        return self
+
+    def content_item(self, text: str) -> Item | None:
+        return next((c for c in self.contents if c.text == text), None)
+
+    @property
+    def requires_time_cue(self) -> bool:
+        return self.group == "public"
+
+    @property
+    def forbids_placeholders(self) -> bool:
+        return bool(self.synthetic_values)
+
+    def all_constraints(self) -> list[str]:
+        """A_c: the group's constraints followed by the category's own."""
+        return list(self.group_constraints) + list(self.constraints)
+
+
+class Scenario(BaseModel):
+    """One instance s = (R_c, e, m) of a category's scenario space, plus one concrete detail."""
+
+    scenario_id: str
+    category: str
+    group: str
+    risk_summary: str
+    content: str
+    media_form: str
+    detail: str = ""
+    risk_focus: str = ""
+    source: Literal["template", "llm"] = "template"
+
+
+class Taxonomy(BaseModel):
+    version: int
+    universal_rules: list[str]
+    time_cues: list[str]
+    media_how: dict[str, list[str]] = Field(default_factory=dict)
+    categories: list[Category]
+
+
+def _read(path: Path) -> Taxonomy:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    groups = data.get("group_constraints", {})
+    cats = []
+    for c in data["categories"]:
+        c = dict(c)
+        c["group_constraints"] = list(groups.get(c["group"], []))
+        cats.append(Category.model_validate(c))
+    return Taxonomy(
+        version=int(data["version"]),
+        universal_rules=list(data["universal_rules"]),
+        time_cues=list(data["time_cues"]),
+        media_how=dict(data.get("media_how", {})),
+        categories=cats,
+    )
+
+
+@lru_cache(maxsize=8)
+def _cached(path: str, mtime_ns: int) -> Taxonomy:
+    return _read(Path(path))
+
+
+def load_full_taxonomy(path: str | Path | None = None) -> Taxonomy:
+    p = Path(path) if path is not None else TAXONOMY_PATH
+    return _cached(str(p), p.stat().st_mtime_ns)
+
+
+def load_taxonomy(path: str | Path | None = None) -> list[Category]:
+    """The 12 categories (P1-P8 public, I1-I4 individual) in file order."""
+    return list(load_full_taxonomy(path).categories)
+
+
+def get_category(category_id: str, path: str | Path | None = None) -> Category:
+    for c in load_taxonomy(path):
+        if c.id == category_id:
+            return c
+    raise KeyError(f"unknown safety category {category_id!r}")
+
+
+def taxonomy_hash(path: str | Path | None = None) -> str:
+    p = Path(path) if path is not None else TAXONOMY_PATH
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def scenario_id(category: str, content: str, media_form: str, detail: str) -> str:
+    blob = json.dumps([category, content, media_form, detail], ensure_ascii=False)
+    return f"{category}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+
+
+def make_scenario(
+    category: Category,
+    content: str,
+    media_form: str,
+    detail: str = "",
+    risk_focus: str = "",
+    source: Literal["template", "llm"] = "template",
+) -> Scenario:
+    return Scenario(
+        scenario_id=scenario_id(category.id, content, media_form, detail),
+        category=category.id,
+        group=category.group,
+        risk_summary=category.risk_summary,
+        content=content,
+        media_form=media_form,
+        detail=detail,
+        risk_focus=risk_focus or category.risk_summary,
+        source=source,
+    )
+
+
+def sample_scenarios(category: Category, rng: np.random.Generator, n: int) -> list[Scenario]:
+    """n scenario instances from S_c = {(R_c, e, m)}: distinct compatible (content, media form)
+    pairs while the space allows, then further passes; each gets one concrete detail that fits
+    its media form."""
+    pairs = [(e.text, m) for e in category.contents for m in category.media_forms if e.fits(m)]
+    out: list[Scenario] = []
+    while len(out) < n:
+        order = rng.permutation(len(pairs))
+        for j in order[: n - len(out)]:
+            e, m = pairs[int(j)]
+            item = next(c for c in category.contents if c.text == e)
+            details = [Item(text=t) for t in item.details] or fitting(category.slots.details, m)
+            detail = details[int(rng.integers(len(details)))].text
+            out.append(make_scenario(category, e, m, detail))
+    return out
