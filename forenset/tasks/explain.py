@@ -154,7 +154,7 @@ class Explanations(SplitPartitioned, RowStage):
             first.append((req, self._checker("complex", ents)))
         done = call_validated(self.ctx, self.name, c.llm, first, c.max_attempts)
         second, out = [], []
-        for item_id, (row, kind, ents) in meta.items():
+        for item_id, (row, kind, ents) in list(meta.items()):
             o = done[item_id]
             out.append(self._model_row(row, kind, ents, o))
             if kind != "complex":
