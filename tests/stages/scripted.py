@@ -204,3 +204,57 @@ def llm(backend: str, srv: Any, **kw: Any) -> dict[str, Any]:
         "error_window": 50,
         **kw,
     }
+
+
+class ScriptedSafetyModel:
+    """scenario_expansion and prompt_5w1h answers built from the request's own lists."""
+
+    def __init__(self, module: Any, bad_media_once: bool = False):
+        self.m = module
+        self.bad_media_once = bad_media_once
+        self.calls: dict[str, int] = {}
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        text = self.m.request_text(body)
+        if "Propose " in text and "scenario instances" in text:
+            self.calls["scenarios"] = self.calls.get("scenarios", 0) + 1
+            return self.scenarios(text, self.m.last_user_text(body))
+        if "News-narration" in text or "news-narration" in text:
+            self.calls["prompts"] = self.calls.get("prompts", 0) + 1
+            return self.prompt(text)
+        raise AssertionError(f"unrouted request: {text[:120]!r}")
+
+    def scenarios(self, text: str, last: str) -> dict[str, Any]:
+        contents = re.search(r"Content list: (.*)", text).group(1).split("; ")
+        media = re.search(r"Media forms: (.*)", text).group(1).split("; ")
+        n = int(re.search(r"Propose (\d+) distinct", text).group(1))
+        out = [
+            {
+                "content": contents[i % len(contents)],
+                "media_form": media[i % len(media)],
+                "detail": f"seen from a footbridge, stage {i + 1} of the clean-up",
+                "risk_focus": "misdirected rescue resources",
+            }
+            for i in range(n)
+        ]
+        if self.bad_media_once and REJECTED not in last:
+            out[0]["media_form"] = "oil painting"
+        return {"scenarios": out}
+
+    def prompt(self, text: str) -> dict[str, Any]:
+        m = re.search(r"Scenario: (.*), shown as (.*?)\. Detail:", text)
+        content, media = m.group(1), m.group(2)
+        f = {
+            "who": "two paramedics in reflective jackets",
+            "what": content,
+            "when": "Tuesday 4 August 2026 at 14:05",
+            "where": "a busy bus station concourse",
+            "why": "a burst water main under the road",
+            "how": "framed at head height with a clock on the wall that reads 14:05",
+        }
+        prompt = (
+            f"A {media} of {f['what']}, with {f['who']} at work, on {f['when']}, in "
+            f"{f['where']}; it happened because of {f['why']}. The picture is {f['how']}, "
+            "sharp and photorealistic, with wet reflections on the ground."
+        )
+        return {**f, "prompt": prompt}
