@@ -62,6 +62,7 @@ class ScriptedModel:
         self.m = module  # fake_openai or fake_gemini: request_text / request_images helpers
         self.hallucinate_target_once = False  # instructions: first set names a missing entity
         self.hallucinate_difference = False  # diffs: add a difference where nothing changed
+        self.hedge_caption_once = False  # captions: first caption speculates ("probably")
         self.calls: dict[str, int] = {}
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -83,6 +84,8 @@ class ScriptedModel:
         raise AssertionError(f"unrouted request: {text[:120]!r}")
 
     def caption(self, text, last, images):
+        if self.hedge_caption_once and REJECTED not in last:
+            return {"caption": "This is probably a grey wall, maybe a floor.", "entities": []}
         return {
             "caption": "A flat grey surface fills the frame under even, diffuse light from above. "
             "Three small dark shapes sit near the lower edge, and a thin pale line crosses the "

@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 from PIL import Image
 
+from forenset.backends.rule_judge import RULE_VERSION
 from forenset.config import validate_config
 from forenset.flows.build import STAGE_BY_NAME
 from forenset.flows.local import run_local
@@ -212,3 +213,48 @@ def test_template_change_changes_that_stage_only(tmp_path, server):
     spec = faster.judgments.llm.pool[0].model_copy(update={"rpm": 999.0, "timeout_s": 1.0})
     faster.judgments.llm = faster.judgments.llm.model_copy(update={"pool": [spec]})
     assert stage_configs(faster, tmp_path)["judgments"] == after["judgments"]
+
+
+def test_judge_panel_one_row_per_judge(tmp_path, server):
+    backend, srv, model = server
+    settings = llm(backend, srv)
+    second = {**settings["pool"][0], "model": f"{backend}-fake-2", "weight": 3.0}
+    settings["pool"].append(second)
+    cfg = tiny_build(
+        tmp_path,
+        sources={"samples": ["coffee"], "max_side": 64},
+        judgments={"llm": settings, "panel": True, "with_rule_judge": True},
+    )
+    store, stats, _ = run_local(cfg)
+    assert not any(st.failures for st in stats.values())
+    judg = rows(store, "judgments")
+    per = {}
+    for r in judg:
+        per.setdefault(r["candidate_id"], set()).add(r["judge"])
+    expected = {
+        f"{backend}/{backend}-fake",
+        f"{backend}/{backend}-fake-2",
+        f"offline/{RULE_VERSION}",
+    }
+    assert per and all(js == expected for js in per.values()), per
+    verdicts = rows(store, "verdicts")
+    assert {r["n_judges"] for r in verdicts} == {3}
+
+
+def test_caption_failing_validation_is_regenerated(tmp_path, server):
+    backend, srv, model = server
+    model.hedge_caption_once = True
+    cfg = tiny_build(  # the plain folder photo only, captioned by the model
+        tmp_path,
+        sources={"samples": "none", "folders": [str(tmp_path / "photos")], "max_side": 64},
+        captions={"llm": llm(backend, srv), "keep_manifest": False},
+    )
+    store, stats, _ = run_local(cfg)
+    [cap] = rows(store, "captions")
+    assert cap["status"] == "ok" and cap["caption_source"] == "model"
+    assert "probably" not in cap["caption"]
+    assert model.calls["caption"] == 2
+    retry = [
+        json.dumps(b) for b in srv.requests if "Your previous reply was rejected" in json.dumps(b)
+    ]
+    assert len(retry) == 1 and "probably" in retry[0]  # the reasons quote the hedge
