@@ -17,6 +17,7 @@ from forenset.testing._base import Fault
 from forenset.text.templates import PROMPTS_DIR
 from tests.conftest import small_config_dict
 from tests.helpers import rows
+from tests.stages.fixtures import *  # noqa: F403 - pytest fixtures (see fixtures.py)
 from tests.stages.scripted import MODEL_STAGES, llm
 
 

@@ -12,6 +12,7 @@ from forenset.text.safety_prompts import jaccard, normalized_tokens
 from forenset.text.taxonomy import load_taxonomy
 from tests.conftest import small_config_dict
 from tests.helpers import rows
+from tests.stages.fixtures import *  # noqa: F403 - pytest fixtures (see fixtures.py)
 from tests.stages.scripted import ScriptedSafetyModel, llm
 
 CATEGORIES = [c.id for c in load_taxonomy()]

@@ -1,4 +1,5 @@
-"""Fixtures for model-stage tests: fresh stage guards, test keys, both fake APIs."""
+"""Fixtures for model-stage tests (imported by the test modules: a conftest.py here would
+shadow tests/llm/conftest.py, which its tests import as the module `conftest`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from forenset.testing import fake_gemini, fake_openai
 from forenset.testing.fake_gemini import FakeGemini
 from forenset.testing.fake_openai import FakeOpenAI
 from tests.stages.scripted import MODEL_STAGES, ScriptedModel
+
+__all__ = ["fresh_guards", "keys", "server"]
 
 
 @pytest.fixture(autouse=True)
