@@ -114,9 +114,16 @@ class Explanations(SplitPartitioned, RowStage):
         if c.llm is None:
             return super().process(batch, shard)
         rows = batch.to_pylist()
-        first, meta = [], {}
+        first, meta, out = [], {}, []
         for row in rows:
             sid = row["sample_id"]
+            try:
+                self.ctx.store.get_blob(row["blob"])
+            except Exception as e:  # noqa: BLE001 - an unreadable image is this row's error
+                kind = "authenticity" if row["label"] == "real" else "complex"
+                err = self.error_row(row, f"cannot read image blob: {e}", True)
+                out.append({**err, "explanation_id": f"{sid}-{kind}", "kind": kind})
+                continue
             if row["label"] == "real":
                 ents = entity_names(row.get("entities"))
                 meta[f"{sid}-authenticity"] = (row, "authenticity", ents)
@@ -153,7 +160,7 @@ class Explanations(SplitPartitioned, RowStage):
             )
             first.append((req, self._checker("complex", ents)))
         done = call_validated(self.ctx, self.name, c.llm, first, c.max_attempts)
-        second, out = [], []
+        second = []
         for item_id, (row, kind, ents) in list(meta.items()):
             o = done[item_id]
             out.append(self._model_row(row, kind, ents, o))

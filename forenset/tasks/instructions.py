@@ -24,7 +24,7 @@ import pyarrow as pa
 from forenset.schemas.instructions import SCHEMA
 from forenset.seeds import rng_for
 from forenset.tasks.base import ShardSpec, Stage, dumps
-from forenset.tasks.modelcall import call_validated, model_stage_config, request
+from forenset.tasks.modelcall import Outcome, call_validated, model_stage_config, request, set_usage
 from forenset.text.instructions import (
     INSERTION_KINDS,
     InstructionConfig,
@@ -422,24 +422,26 @@ class Instructions(Stage):
             rng = rng_for(self.ctx.seed, self.name, image_id, "ground")
             got = [x.model_dump() for x in o.parsed().instructions]
             sets[image_id] = self.ground(got, regions, donors, rng)[0]
-        rated = {}
+        rated: dict[str, Outcome] = {}
         if c.rate_difficulty_with_llm and sets:
             rated = self._rate(sets, {k: v[0] for k, v in ctx.items()})
         for image_id, its in sets.items():
             o = done[image_id]
             row = ctx[image_id][0]
-            ratings = rated.get(image_id, {})
+            r = rated.get(image_id)
+            ratings = {x.index: x.difficulty for x in r.parsed().ratings} if r and r.ok else {}
             seed = int(rng_for(self.ctx.seed, self.name, image_id).integers(2**62))
             for k, it in enumerate(its):
                 if k in ratings:
                     it["difficulty"] = ratings[k]
                 out.append(self._row(row, k, it, seed, **o.trace(), attempts=o.attempts))
+            set_usage(out[-len(its) :], [o] + ([r] if r else []))
         return out
 
     def _rate(
         self, sets: dict[str, list[dict[str, Any]]], rows: dict[str, dict[str, Any]]
-    ) -> dict[str, dict[int, int]]:
-        """instruction_difficulty ratings by index; a failed rating keeps the set's own."""
+    ) -> dict[str, Outcome]:
+        """instruction_difficulty replies per image; a failed rating keeps the set's own."""
         c = self.ctx.config.instructions
         items = []
         for image_id, its in sets.items():
@@ -457,7 +459,4 @@ class Instructions(Stage):
                 return [] if got == list(range(n)) else [f"rate each index 0..{n - 1} once"]
 
             items.append((req, check))
-        done = call_validated(self.ctx, self.name, c.llm, items, c.max_attempts)
-        return {
-            k: {r.index: r.difficulty for r in o.parsed().ratings} for k, o in done.items() if o.ok
-        }
+        return call_validated(self.ctx, self.name, c.llm, items, c.max_attempts)

@@ -173,3 +173,14 @@ def call_validated(
             out[req.item_id] = o
         pending = nxt
     return out
+
+
+def set_usage(rows: list[dict[str, Any]], outcomes: Sequence[Outcome]) -> None:
+    """Rows made from shared calls (an image's edit set, a category's scenarios): the calls'
+    usage goes on the first row and 0 on the others, so SUM(cost_usd) over a table is right."""
+    for i, r in enumerate(rows):
+        first = i == 0
+        r["input_tokens"] = sum(o.input_tokens for o in outcomes) if first else 0
+        r["output_tokens"] = sum(o.output_tokens for o in outcomes) if first else 0
+        r["cost_usd"] = sum(o.cost_usd for o in outcomes) if first else 0.0
+        r["cached"] = all(o.cached for o in outcomes)

@@ -17,7 +17,7 @@ import pyarrow as pa
 from forenset.schemas.scenarios import SCHEMA
 from forenset.seeds import rng_for
 from forenset.tasks.base import ShardSpec, Stage
-from forenset.tasks.modelcall import call_validated, model_stage_config, request
+from forenset.tasks.modelcall import call_validated, model_stage_config, request, set_usage
 from forenset.text.models import ScenarioExpansion
 from forenset.text.safety_prompts import scenario_expansion_vars, scenarios_from_llm
 from forenset.text.taxonomy import (
@@ -137,6 +137,6 @@ class Scenarios(Stage):
                 ]
             )
         trace = {**o.trace(), "status": "ok", "error": None, "retryable": False}
-        return self.to_table(
-            [{**scenario_row(s, cat), **trace, "stage_version": self.version} for s in scs]
-        )
+        out = [{**scenario_row(s, cat), **trace, "stage_version": self.version} for s in scs]
+        set_usage(out, [o])
+        return self.to_table(out)

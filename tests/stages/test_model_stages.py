@@ -79,6 +79,9 @@ def test_every_model_stage_through_the_fake(tmp_path, server):
     assert all(r["attempts"] == 2 for r in ok)  # the hallucinated set was regenerated
     assert all(r["prompt_id"] == "edit_instructions@1" and r["backend"] == backend for r in ok)
     assert all(r["difficulty"] == 4 for r in ok)  # rated by instruction_difficulty
+    # One edit_instructions + one instruction_difficulty call per photo: usage on the first row.
+    assert all((r["input_tokens"] > 0) == (r["idx"] == 0) for r in ok)
+    assert all(r["cached"] is False for r in ok)
     for r in ok:
         ent = r["target"].removeprefix("the ")
         assert r["bbox"] and r["bbox"] == r["change_bbox"]
