@@ -262,3 +262,25 @@ def test_caption_failing_validation_is_regenerated(tmp_path, server):
         json.dumps(b) for b in srv.requests if "Your previous reply was rejected" in json.dumps(b)
     ]
     assert len(retry) == 1 and "probably" in retry[0]  # the reasons quote the hedge
+
+
+def test_recomputed_stage_is_answered_from_the_run_cache(tmp_path, server):
+    backend, srv, model = server
+    cfg = tiny_build(
+        tmp_path,
+        sources={"samples": ["coffee"], "max_side": 64},
+        judgments={"llm": llm(backend, srv)},
+    )
+    store, _, _ = run_local(cfg)
+    first = rows(store, "judgments")
+    n_calls = len(srv.requests)
+    assert first and all(r["cached"] is False and r["cost_usd"] == 0.0 for r in first)
+    shutil.rmtree(tmp_path / "run" / "stages" / "judgments")  # lose the stage's output
+    store, _, executed = run_local(cfg)
+    again = rows(store, "judgments")
+    assert executed["judgments"] > 0 and len(srv.requests) == n_calls  # no new model call
+    assert all(r["cached"] is True for r in again)
+    strip = ("cached", "input_tokens", "output_tokens")
+    assert [{k: v for k, v in r.items() if k not in strip} for r in again] == [
+        {k: v for k, v in r.items() if k not in strip} for r in first
+    ]
