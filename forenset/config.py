@@ -10,6 +10,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from forenset.backends.llm.types import LLMSettings
+
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "examples" / "demo.yaml"
 
 
@@ -52,16 +54,32 @@ class SourcesConfig(Strict):
 
 
 class ModelStageConfig(Strict):
+    """Shared by every model-using stage. ``llm: None`` keeps the offline algorithm (the demo).
+
+    ``llm`` set: one chat request per item through ``forenset.backends.llm.run_chat``; replies
+    failing the stage's validators are regenerated up to ``max_attempts`` times. Templates are
+    read from ``prompts_dir`` (default: the packaged forenset/prompts); their content hash, not
+    the folder name, goes into the fingerprint.
+    """
+
     backend: Literal["offline"] = "offline"
+    llm: LLMSettings | None = None
+    max_attempts: int = Field(3, ge=1, le=10)
+    prompts_dir: str | None = None
 
 
 class CaptionsConfig(ModelStageConfig):
     keep_manifest: bool = (
         True  # captions shipped with the source are kept (caption_source='manifest')
     )
+    min_words: int = Field(25, ge=1)  # model captions: validate_caption bounds
+    max_words: int = Field(160, ge=1)
 
 
 class InstructionsConfig(ModelStageConfig):
+    """Edit sets per image. ``kinds`` are kind weights: a kind missing or 0 is never asked for,
+    so by default only what the offline editor executes is generated (also by an LLM)."""
+
     min_edits: int = Field(2, ge=1, le=8)
     max_edits: int = Field(3, ge=1, le=8)
     kinds: dict[str, float] = {
@@ -73,6 +91,8 @@ class InstructionsConfig(ModelStageConfig):
         "splice": 1.0,
         "lighting": 1.0,
     }
+    family_weights: dict[str, float] = {"object": 0.4, "geometry": 0.2, "scene": 0.2, "person": 0.2}
+    rate_difficulty_with_llm: bool = True  # LLM path: instruction_difficulty template
 
     @model_validator(mode="after")
     def _range(self) -> InstructionsConfig:
@@ -114,10 +134,17 @@ class DiffsConfig(ModelStageConfig):
 
 
 class JudgmentsConfig(ModelStageConfig):
-    """The judge(s). The offline rule judge's evidence thresholds are its 'prompt'."""
+    """The judge(s). The offline rule judge's evidence thresholds are its 'prompt'.
+
+    With ``llm`` set, ``panel: false`` gives each candidate one judge drawn from the pool by
+    weight; ``panel: true`` asks every pool model (one raw row per candidate per judge), and
+    ``with_rule_judge`` adds the offline rule judge's row next to the model judges'.
+    """
 
     offtarget_dominance: float = Field(1.0, gt=0)  # off/in ratio above which off-target dominates
     max_offtarget_frac: float = Field(0.06, ge=0, le=1)
+    panel: bool = False
+    with_rule_judge: bool = False
 
 
 class VerdictsConfig(Strict):
@@ -167,6 +194,26 @@ class ExplanationsConfig(ModelStageConfig):
     max_words: dict[str, int] = {"complex": 160, "simple": 45, "authenticity": 140}
 
 
+class ScenariosConfig(Strict):
+    """SafeIMG scenario instances, one shard per taxonomy category (12 by default)."""
+
+    enabled: bool = True
+    per_category: int = Field(12, ge=1, le=10_000)
+    categories: list[str] | None = None  # None: all of taxonomy.yaml
+    llm: LLMSettings | None = None  # scenario_expansion template; None: sample_scenarios
+    max_attempts: int = Field(3, ge=1, le=10)
+    prompts_dir: str | None = None
+
+
+class PromptsConfig(Strict):
+    """5W+1H text-to-image prompts, one per scenario, near-duplicates removed per category."""
+
+    dedupe_threshold: float = Field(0.6, gt=0, le=1)
+    llm: LLMSettings | None = None  # prompt_5w1h template; None: the offline constructor
+    max_attempts: int = Field(5, ge=1, le=10)
+    prompts_dir: str | None = None
+
+
 class ExportConfig(Strict):
     formats: list[Literal["parquet"]] = ["parquet"]
 
@@ -185,6 +232,8 @@ class BuildConfig(Strict):
     splits: SplitsConfig = SplitsConfig()
     perturbations: PerturbationsStageConfig = PerturbationsStageConfig()
     explanations: ExplanationsConfig = ExplanationsConfig()
+    scenarios: ScenariosConfig = ScenariosConfig()
+    prompts: PromptsConfig = PromptsConfig()
     export: ExportConfig = ExportConfig()
     runners: dict[str, RunnerConfig] = {"default": RunnerConfig()}
 

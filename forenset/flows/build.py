@@ -24,7 +24,9 @@ from forenset.tasks.explain import Explanations
 from forenset.tasks.instructions import Instructions
 from forenset.tasks.judgments import Judgments
 from forenset.tasks.perturb import Perturbations
+from forenset.tasks.prompts import Prompts
 from forenset.tasks.runner import context_for, execute_shard
+from forenset.tasks.scenarios import Scenarios
 from forenset.tasks.sources import Sources
 from forenset.tasks.splits import Splits
 from forenset.tasks.verdicts import Verdicts
@@ -41,9 +43,11 @@ STAGES: list[type[Stage]] = [
     Splits,
     Perturbations,
     Explanations,
+    Scenarios,
+    Prompts,
 ]
 STAGE_BY_NAME = {s.name: s for s in STAGES}
-TABLES = [s.name for s in STAGES] + ["scenarios", "prompts"]
+TABLES = list(dict.fromkeys([s.name for s in STAGES] + ["scenarios", "prompts"]))
 
 
 @dataclass

@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from forenset.schemas.common import I64, S, stage_schema
+from forenset.schemas.common import I64, USAGE_FIELDS, S, stage_schema
 
 SCHEMA = stage_schema(
     pa.field("image_id", S, nullable=False),
@@ -11,4 +11,6 @@ SCHEMA = stage_schema(
     pa.field("caption_source", S),  # manifest | offline | model
     pa.field("entities", S),  # JSON list of {name, bbox, [area, mean_rgb]}
     pa.field("license", S),
+    pa.field("model_entities", S),  # JSON list of noun phrases a caption model named
+    *USAGE_FIELDS,
 )

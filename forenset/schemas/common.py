@@ -27,3 +27,13 @@ VOLATILE = {
 
 def stage_schema(*fields: pa.Field) -> pa.Schema:
     return pa.schema(list(fields) + TRACE_FIELDS)
+
+
+# Usage columns of model-using stages (tokens and USD summed over an item's attempts; cached:
+# every attempt was answered from the run's response cache).
+USAGE_FIELDS: list[pa.Field] = [
+    pa.field("input_tokens", I64),
+    pa.field("output_tokens", I64),
+    pa.field("cost_usd", F64),
+    pa.field("cached", B),
+]

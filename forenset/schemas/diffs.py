@@ -1,7 +1,7 @@
 import pyarrow as pa
 
 from forenset.schemas.candidates import SCHEMA as CANDIDATES
-from forenset.schemas.common import F64, S, stage_schema
+from forenset.schemas.common import F64, USAGE_FIELDS, S, stage_schema
 
 _carry = [
     CANDIDATES.field(n)
@@ -31,4 +31,5 @@ SCHEMA = stage_schema(
     pa.field("psnr", F64),
     pa.field("ssim", F64),
     pa.field("grounding", S),  # JSON: hallucinated / missed flags vs the pixel map
+    *USAGE_FIELDS,
 )

@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from forenset.schemas.common import I64, S, stage_schema
+from forenset.schemas.common import I64, USAGE_FIELDS, S, stage_schema
 
 SCHEMA = stage_schema(
     pa.field("explanation_id", S, nullable=False),
@@ -12,4 +12,5 @@ SCHEMA = stage_schema(
     pa.field("entities_mentioned", pa.list_(S)),
     pa.field("n_words", I64),
     pa.field("attempts", I64),
+    *USAGE_FIELDS,
 )

@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from forenset.schemas.common import F64, I64, S, stage_schema
+from forenset.schemas.common import F64, I64, USAGE_FIELDS, S, stage_schema
 
 SCHEMA = stage_schema(
     pa.field("instruction_id", S, nullable=False),
@@ -18,4 +18,6 @@ SCHEMA = stage_schema(
     pa.field("expected_change", S),
     pa.field("difficulty", I64),
     pa.field("params", S),  # JSON: kind-specific concrete parameters (colour, offset...)
+    pa.field("attempts", I64),  # generations until the set passed validation
+    *USAGE_FIELDS,
 )

@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from forenset.schemas.common import F64, S, stage_schema
+from forenset.schemas.common import F64, USAGE_FIELDS, S, stage_schema
 from forenset.schemas.diffs import SCHEMA as DIFFS
 
 _carry = [
@@ -36,4 +36,5 @@ SCHEMA = stage_schema(
     ),  # none | edit_missing | edit_partial | off_target | severe_artifacts | ambiguous
     pa.field("rationale", S),
     pa.field("rule_version", S),
+    *USAGE_FIELDS,
 )

@@ -1,49 +1,74 @@
-"""instructions: 2–4 targeted edits per image, each naming a target region (offline: rule-based)."""
+"""instructions: 2–4 targeted edits per image, each naming a located target region.
+
+Offline (``instructions.llm`` unset): ``forenset.text.instructions.offline_instructions`` over
+the caption's entity boxes, checked by ``validate_instructions`` and redrawn on failure, then
+translated into the offline editor's parameters. With a model pool: the ``edit_instructions``
+template (and ``instruction_difficulty`` for ratings); an LLM names targets but no boxes, so
+every target is grounded by matching its name against the caption entities' names — a target
+that cannot be located fails validation and the set is regenerated with the reasons.
+
+Splicing is batch-level on both paths: the donor is an entity from another photo of the same
+shard (``donor_*`` in params, which the offline editor reads).
+"""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from forenset.backends.offline_vision import position_name
 from forenset.schemas.instructions import SCHEMA
 from forenset.seeds import rng_for
 from forenset.tasks.base import ShardSpec, Stage, dumps
+from forenset.tasks.modelcall import Outcome, call_validated, model_stage_config, request, set_usage
+from forenset.text.instructions import (
+    INSERTION_KINDS,
+    InstructionConfig,
+    difficulty_vars,
+    instruction_vars,
+    offline_instructions,
+    rate_difficulty,
+    validate_instruction,
+    validate_instructions,
+)
+from forenset.text.lexicon import content_lemmas, lemmas
+from forenset.text.models import ALL_KINDS, DifficultyRatings, EditInstructionSet
 
-FAMILY = {
-    "copy_move": "object",
-    "removal": "object",
-    "splice": "object",
-    "recolor": "object",
-    "local_warp": "geometry",
-    "liquify": "geometry",
-    "lighting": "scene",
-}
-BASE_DIFFICULTY = {
-    "splice": 2,
-    "recolor": 2,
-    "copy_move": 3,
-    "removal": 3,
-    "local_warp": 4,
-    "liquify": 4,
-    "lighting": 4,
-}
-COLOURS = ["red", "blue", "green", "yellow", "purple", "orange", "cyan"]
+TEMPLATES = ("edit_instructions", "instruction_difficulty")
 LOCAL_MAX_AREA = 0.3
+DONOR_MIN_AREA = 0.005
+# Colour words the offline editor can paint (its hue table), and palette names mapped onto them.
+EDITOR_COLOURS = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "magenta")
+COLOUR_ALIASES = {"turquoise": "cyan", "pink": "magenta", "violet": "purple", "teal": "cyan"}
+DARKER = re.compile(r"\b(darken|dim|dimmer|darker|shadow|shade|dusk|night)\w*", re.IGNORECASE)
+SHRINK = re.compile(r"\b(pinch|shrink|narrow|thin|slim|squeeze|compress)\w*", re.IGNORECASE)
+FULL = [0.0, 0.0, 1.0, 1.0]
 
 
-def area(b: list[float]) -> float:
+def area(b: Sequence[float]) -> float:
     return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
 
 
-def difficulty(kind: str, box: list[float]) -> int:
-    """Harder to spot when the change is small; easier when it is large."""
-    a = area(box)
-    d = BASE_DIFFICULTY[kind] + (1 if a < 0.02 else 0) - (1 if a > 0.15 else 0)
-    return int(np.clip(d, 1, 5))
+def valid_box(b: Any) -> bool:
+    try:
+        x0, y0, x1, y1 = (float(v) for v in b)
+    except (TypeError, ValueError):
+        return False
+    return 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
+
+
+def regions_of(entities_json: str | None) -> list[dict[str, Any]]:
+    """Caption entities usable as edit regions: named, with a normalised box."""
+    out = []
+    for e in json.loads(entities_json or "[]"):
+        if isinstance(e, dict) and e.get("name") and valid_box(e.get("bbox")):
+            b = [float(v) for v in e["bbox"]]
+            out.append({**e, "bbox": b, "area": float(e.get("area") or area(b))})
+    return out
 
 
 def free_box(src: list[float], rng: np.random.Generator) -> list[float]:
@@ -63,160 +88,375 @@ def free_box(src: list[float], rng: np.random.Generator) -> list[float]:
     return [round(float(v), 4) for v in best]
 
 
-def make_instruction(
-    kind: str, ent: dict[str, Any], rng: np.random.Generator, donor: dict[str, Any] | None
-) -> dict[str, Any]:
-    t, b = ent["name"], [float(v) for v in ent["bbox"]]
-    loc = position_name((b[0] + b[2]) / 2, (b[1] + b[3]) / 2)
-    change, params = b, {}
-    if kind == "recolor":
-        col = str(rng.choice(COLOURS))
-        params = {"colour": col}
-        text, exp = f"Change the colour of the {t} at the {loc} to {col}.", f"the {t} appears {col}"
-    elif kind == "removal":
-        text, exp = (
-            f"Remove the {t} at the {loc} and fill the area with its surroundings.",
-            f"the {t} is gone",
-        )
-    elif kind == "copy_move":
-        change = free_box(b, rng)
-        dloc = position_name((change[0] + change[2]) / 2, (change[1] + change[3]) / 2)
-        text = f"Duplicate the {t} from the {loc} and place the copy at the {dloc}."
-        exp = f"a second {t} appears at the {dloc}"
-    elif kind == "splice":
-        assert donor is not None
-        w, h = (
-            min(0.4, donor["bbox"][2] - donor["bbox"][0]),
-            min(0.4, donor["bbox"][3] - donor["bbox"][1]),
-        )
-        x0, y0 = rng.uniform(0, 1 - w), rng.uniform(0, 1 - h)
-        change = [round(float(v), 4) for v in (x0, y0, x0 + w, y0 + h)]
-        dloc = position_name(x0 + w / 2, y0 + h / 2)
-        params = {
-            "donor_image_id": donor["image_id"],
-            "donor_blob": donor["blob"],
-            "donor_bbox": donor["bbox"],
-            "donor_entity": donor["name"],
-        }
-        text = (
-            f"Insert a {donor['name']} taken from another photograph at the {dloc}, over the {t}."
-        )
-        exp = f"a {donor['name']} appears at the {dloc}"
-        t = donor["name"]
-        loc = dloc
-    elif kind == "local_warp":
-        text, exp = (
-            f"Skew the {t} at the {loc} with a local perspective warp.",
-            f"the {t} looks tilted",
-        )
-    elif kind == "liquify":
-        mode = str(rng.choice(["bulge", "pinch"]))
-        params = {"mode": mode}
-        verb = "Enlarge" if mode == "bulge" else "Shrink"
-        text, exp = (
-            f"{verb} the centre of the {t} at the {loc} with a smooth deformation.",
-            f"the {t} is deformed",
-        )
-    elif kind == "lighting":
-        gain = float(rng.choice([0.5, -0.45]))
-        params = {"gain": gain}
-        word = "Brighten" if gain > 0 else "Darken"
-        text, exp = (
-            f"{word} the light falling on the {t} at the {loc}.",
-            f"the {t} is {'brighter' if gain > 0 else 'darker'}",
-        )
-    else:  # pragma: no cover - guarded by config validation
-        raise ValueError(kind)
+def locate(name: str, regions: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The region a phrase names: an exact name, else the region sharing the head noun and
+    most content words (plural-insensitive); None when no region's noun occurs."""
+    norm = " ".join(lemmas(name))
+    for r in regions:
+        if " ".join(lemmas(str(r["name"]))) == norm:
+            return r
+    words = set(content_lemmas(name))
+    best, best_score = None, 0
+    for r in regions:
+        rw = content_lemmas(str(r["name"]))
+        if not rw or rw[-1] not in words:
+            continue
+        score = len(words & set(rw))
+        if score > best_score:
+            best, best_score = r, score
+    return best
+
+
+def inner_box(anchor: Sequence[float], rng: np.random.Generator) -> list[float]:
+    """A box of 20-35 % of the anchor's size, inside it (where a splice lands)."""
+    x0, y0, x1, y1 = anchor
+    frac = float(rng.uniform(0.2, 0.35))
+    w, h = (x1 - x0) * frac, (y1 - y0) * frac
+    cx = float(rng.uniform(x0 + w / 2, x1 - w / 2))
+    cy = float(rng.uniform(y0 + h / 2, y1 - h / 2))
+    return [round(v, 4) for v in (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)]
+
+
+def with_article(name: str) -> str:
+    """'cup' -> 'the cup', so generated sentences read naturally ('Darken the cup ...')."""
+    first = name.split(" ", 1)[0].lower()
+    return name if first in ("the", "a", "an", "this", "that") else f"the {name}"
+
+
+def editor_colour(text: str) -> str | None:
+    words = lemmas(text)
+    for w in words:
+        if w in EDITOR_COLOURS:
+            return w
+        if w in COLOUR_ALIASES:
+            return COLOUR_ALIASES[w]
+    return None
+
+
+def donor_pool(rows: list[dict[str, Any]], i: int) -> list[dict[str, Any]]:
+    """Entities of the shard's other photos that can be cut out and pasted (not too big)."""
+    out = []
+    for j, o in enumerate(rows):
+        if j == i:
+            continue
+        for e in regions_of(o.get("entities")):
+            if DONOR_MIN_AREA < area(e["bbox"]) <= LOCAL_MAX_AREA:
+                out.append({"image_id": o["image_id"], "blob": o["blob"], **e})
+    return out
+
+
+def donor_params(donor: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "text": text,
-        "family": FAMILY[kind],
-        "kind": kind,
-        "target": t,
-        "location_hint": loc,
-        "bbox": [round(v, 4) for v in b],
-        "change_bbox": change,
-        "expected_change": exp,
-        "difficulty": difficulty(kind, change),
-        "params": dumps(params),
+        "donor_image_id": donor["image_id"],
+        "donor_blob": donor["blob"],
+        "donor_bbox": [round(float(v), 4) for v in donor["bbox"]],
+        "donor_entity": donor["name"],
     }
+
+
+def executable(
+    item: dict[str, Any], rng: np.random.Generator, donors: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """An offline-generator edit with the parameters the offline editor reads added
+    (colour, mode, additive gain, splice donor); the text is rewritten where the editor
+    would otherwise do something else than it says."""
+    it = dict(item)
+    p = dict(it.get("params") or {})
+    kind = it["kind"]
+    if kind == "recolor":
+        name = str(p.get("color_name", ""))
+        col = editor_colour(name)
+        if col is None:  # white/black/brown: no hue to paint; pick one the editor has
+            col = str(rng.choice(EDITOR_COLOURS))
+            for k in ("text", "expected_change"):
+                it[k] = it[k].replace(name, col) if name else it[k]
+            p["color_name"] = col
+            p.pop("rgb", None)
+        p["colour"] = col
+    elif kind == "liquify":
+        p["mode"] = "bulge" if float(p.get("strength", 1.0)) > 0 else "pinch"
+    elif kind == "lighting":
+        p["gain"] = round(float(p.get("gain", 1.5)) - 1.0, 3)  # multiplier -> editor's offset
+        p["multiplier"] = item["params"].get("gain")
+    elif kind == "splice":
+        donor = donors[int(rng.integers(len(donors)))]
+        anchor = str(it["location_hint"]).removeprefix("on ").split(",")[0]
+        obj = str(donor["name"])
+        it["text"] = f"Insert the {obj} cut from another photograph onto {anchor}."
+        it["target"] = obj
+        it["expected_change"] = f"a {obj} that was not there before appears on {anchor}"
+        p = {**p, "object": obj, **donor_params(donor)}
+    it["params"] = p
+    return it
 
 
 class Instructions(Stage):
     name = "instructions"
-    version = "1"
+    version = "2"
     inputs = ("captions",)
     input_columns = ("image_id", "blob", "caption", "entities")
     output_schema = SCHEMA
     key = "instruction_id"
 
     def stage_config(self) -> dict[str, Any]:
-        return self.ctx.config.instructions.model_dump(mode="json")
+        return model_stage_config(self.ctx.config.instructions, TEMPLATES)
+
+    def text_config(self, splice: bool = True) -> InstructionConfig:
+        """The text package's quotas from the stage config (kinds are weights; 0 = never)."""
+        c = self.ctx.config.instructions
+        kw = {k: float(c.kinds.get(k, 0.0)) for k in ALL_KINDS}
+        if not splice:
+            kw["splice"] = 0.0
+        return InstructionConfig(
+            n_min=c.min_edits, n_max=c.max_edits, family_weights=c.family_weights, kind_weights=kw
+        )
+
+    # -- rows ------------------------------------------------------------------
+    def _row(
+        self, row: dict[str, Any], idx: int, ins: dict[str, Any], seed: int, **trace: Any
+    ) -> dict[str, Any]:
+        return {
+            "instruction_id": f"{row['image_id']}-i{idx}",
+            "image_id": row["image_id"],
+            "blob": row["blob"],
+            "caption": row["caption"],
+            "idx": idx,
+            "text": ins["text"],
+            "family": ins["family"],
+            "kind": ins["kind"],
+            "target": ins["target"],
+            "location_hint": ins["location_hint"],
+            "bbox": [round(float(v), 4) for v in ins["bbox"]],
+            "change_bbox": [round(float(v), 4) for v in ins["change_bbox"]],
+            "expected_change": ins["expected_change"],
+            "difficulty": int(ins["difficulty"]),
+            "params": dumps(ins.get("params") or {}),
+            "seed": seed,
+            "stage_version": self.version,
+            "elapsed_ms": 0.0,
+            **trace,
+        }
+
+    def _error(self, row: dict[str, Any], message: str, **trace: Any) -> dict[str, Any]:
+        return {
+            "instruction_id": f"{row['image_id']}-i0",
+            "image_id": row["image_id"],
+            "blob": row.get("blob"),
+            "caption": row.get("caption"),
+            "status": "error",
+            "error": message,
+            "retryable": False,
+            "backend": "offline",
+            "stage_version": self.version,
+            **trace,
+        }
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        """Batch-level: splicing draws its donor from another photo of the same shard."""
-        cfg = self.ctx.config.instructions
         rows = batch.to_pylist()
-        kinds = [k for k, w in cfg.kinds.items() if w > 0]
-        weights = np.array([cfg.kinds[k] for k in kinds], dtype=float)
-        out = []
+        if self.ctx.config.instructions.llm is not None:
+            return self.to_table(self._llm(rows))
+        out: list[dict[str, Any]] = []
         for i, row in enumerate(rows):
-            rng = rng_for(self.ctx.seed, self.name, row["image_id"])
-            ents = [e for e in json.loads(row["entities"] or "[]") if area(e["bbox"]) > 0.002]
-            local = [e for e in ents if area(e["bbox"]) <= LOCAL_MAX_AREA] or ents
-            others = [r for j, r in enumerate(rows) if j != i]
-            n = int(rng.integers(cfg.min_edits, cfg.max_edits + 1))
-            p = weights / weights.sum()
-            chosen = list(rng.choice(kinds, size=min(n, len(kinds)), replace=False, p=p))
-            if not local:
-                out.append(
-                    {
-                        "instruction_id": f"{row['image_id']}-i0",
-                        "image_id": row["image_id"],
-                        "status": "error",
-                        "error": "no target region found in the caption entities or image",
-                        "retryable": False,
-                        "backend": "offline",
-                        "stage_version": self.version,
-                    }
-                )
-                continue
-            for idx, kind in enumerate(chosen):
-                ent = (
-                    local[int(rng.integers(len(local)))]
-                    if kind != "lighting"
-                    else ents[int(rng.integers(len(ents)))]
-                )
-                donor = None
-                if kind == "splice":
-                    if not others:
-                        kind = "copy_move"
-                    else:
-                        o = others[int(rng.integers(len(others)))]
-                        oents = [
-                            e
-                            for e in json.loads(o["entities"] or "[]")
-                            if 0.005 < area(e["bbox"]) <= LOCAL_MAX_AREA
-                        ]
-                        if not oents:
-                            kind = "copy_move"
-                        else:
-                            e = oents[int(rng.integers(len(oents)))]
-                            donor = {"image_id": o["image_id"], "blob": o["blob"], **e}
-                ins = make_instruction(kind, ent, rng, donor)
-                out.append(
-                    {
-                        "instruction_id": f"{row['image_id']}-i{idx}",
-                        "image_id": row["image_id"],
-                        "blob": row["blob"],
-                        "caption": row["caption"],
-                        "idx": idx,
-                        **ins,
-                        "status": "ok",
-                        "backend": "offline",
-                        "model": "rules-v1",
-                        "seed": int(rng.integers(2**62)),
-                        "stage_version": self.version,
-                        "elapsed_ms": 0.0,
-                    }
-                )
+            out.extend(self._offline(row, donor_pool(rows, i)))
         return self.to_table(out)
+
+    # -- offline ---------------------------------------------------------------
+    def _offline(self, row: dict[str, Any], donors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Draw a set, keep the edits that pass ``validate_instruction``, top up from new draws
+        (up to ``max_attempts``), then check the whole set with ``validate_instructions``."""
+        c = self.ctx.config.instructions
+        rng = rng_for(self.ctx.seed, self.name, row["image_id"])
+        caption = row["caption"] or ""
+        regions = [
+            {**r, "name": with_article(str(r["name"]))} for r in regions_of(row.get("entities"))
+        ]
+        names = [str(r["name"]) for r in regions]
+        tcfg = self.text_config(splice=bool(donors))
+        kept: list[dict[str, Any]] = []
+        problems: list[str] = []
+        want = used = 0
+        for attempt in range(1, c.max_attempts + 1):
+            used = attempt
+            made = offline_instructions(caption, regions, rng, tcfg)
+            if not made:
+                return [self._error(row, "no target region found in the caption entities")]
+            want = want or len(made)
+            for m in made:
+                it = executable(m, rng, donors)
+                seen = {(k["kind"], k["target"]) for k in kept} | {k["text"] for k in kept}
+                if len(kept) >= want or (it["kind"], it["target"]) in seen or it["text"] in seen:
+                    continue
+                why = validate_instruction(it, caption, tcfg, names)
+                if why:
+                    problems.extend(f"{it['kind']} on {it['target']!r}: {w}" for w in why)
+                else:
+                    kept.append(it)
+            if len(kept) >= want:
+                break
+        final = validate_instructions(kept, caption, tcfg, regions) if kept else ["no valid edit"]
+        if final:
+            return [
+                self._error(
+                    row,
+                    f"instruction set failed validation after {c.max_attempts} attempts: "
+                    + "; ".join(final + problems[:3]),
+                    attempts=c.max_attempts,
+                )
+            ]
+        seed = int(rng.integers(2**62))
+        return [
+            self._row(
+                row,
+                k,
+                {**it, "idx": k},
+                seed,
+                status="ok",
+                backend="offline",
+                model="text-offline-v1",
+                attempts=used,
+            )
+            for k, it in enumerate(kept)
+        ]
+
+    # -- model -----------------------------------------------------------------
+    def ground(
+        self,
+        items: list[dict[str, Any]],
+        regions: list[dict[str, Any]],
+        donors: list[dict[str, Any]],
+        rng: np.random.Generator,
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """Boxes and editor params for LLM edits, from the caption entities; failures name
+        the targets that cannot be located (the set is then regenerated)."""
+        out, problems = [], []
+        names = ", ".join(str(r["name"]) for r in regions) or "none"
+        for i, it in enumerate(items):
+            it = dict(it)
+            kind, text = it["kind"], f"{it['text']} {it['expected_change']}"
+            params: dict[str, Any] = {}
+            words = set(lemmas(it["target"]))
+            whole = it["family"] == "scene" and (
+                words & {"scene", "image", "photo", "frame", "sky", "background"}
+                or locate(it["target"], regions) is None
+            )
+            if kind in INSERTION_KINDS:
+                anchor = locate(it["location_hint"], regions) or locate(it["text"], regions)
+                if anchor is None:
+                    problems.append(
+                        f"{i}: cannot locate where to put the {it['target']!r}; name one of: "
+                        f"{names} in location_hint"
+                    )
+                    continue
+                it["bbox"] = list(anchor["bbox"])
+                it["change_bbox"] = inner_box(anchor["bbox"], rng)
+                if kind == "splice":
+                    donor = locate(it["target"], donors)
+                    if donor is None:
+                        avail = ", ".join(sorted({str(d["name"]) for d in donors})) or "none"
+                        problems.append(
+                            f"{i}: a splice must insert an object from another photo of this "
+                            f"batch; available: {avail}"
+                        )
+                        continue
+                    params.update(object=it["target"], **donor_params(donor))
+            elif whole:
+                it["bbox"], it["change_bbox"] = list(FULL), list(FULL)
+                params["scope"] = "global"
+            else:
+                r = locate(it["target"], regions)
+                if r is None:
+                    problems.append(
+                        f"{i}: target {it['target']!r} cannot be located; use one of: {names}"
+                    )
+                    continue
+                it["bbox"] = list(r["bbox"])
+                it["change_bbox"] = free_box(r["bbox"], rng) if kind == "copy_move" else r["bbox"]
+            if kind == "recolor":
+                col = editor_colour(text)
+                if col:
+                    params["colour"] = col
+            elif kind == "liquify":
+                params["mode"] = "pinch" if SHRINK.search(text) else "bulge"
+            elif kind == "lighting":
+                params["gain"] = -0.45 if DARKER.search(text) else 0.5
+            it["params"] = params
+            if it.get("difficulty") is None:
+                it["difficulty"] = rate_difficulty(
+                    kind, area(it["change_bbox"]), it["family"], params
+                )
+            out.append(it)
+        return out, problems
+
+    def _llm(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        c = self.ctx.config.instructions
+        tcfg = self.text_config()
+        ctx: dict[str, tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        items = []
+        for i, row in enumerate(rows):
+            regions, donors = regions_of(row.get("entities")), donor_pool(rows, i)
+            ctx[row["image_id"]] = (row, regions, donors)
+            req = request(
+                "instructions",
+                row["image_id"],
+                "edit_instructions",
+                c.prompts_dir,
+                response_model=EditInstructionSet,
+                **instruction_vars(row["caption"] or "", tcfg),
+            )
+
+            def check(reply: EditInstructionSet, row=row, regions=regions, donors=donors):
+                got = [x.model_dump() for x in reply.instructions]
+                problems = validate_instructions(got, row["caption"] or "", tcfg, regions)
+                rng = rng_for(self.ctx.seed, self.name, row["image_id"], "ground")
+                return problems + self.ground(got, regions, donors, rng)[1]
+
+            items.append((req, check))
+        done = call_validated(self.ctx, self.name, c.llm, items, c.max_attempts)
+        sets: dict[str, list[dict[str, Any]]] = {}
+        out: list[dict[str, Any]] = []
+        for image_id, (row, regions, donors) in ctx.items():
+            o = done[image_id]
+            if not o.ok:
+                out.append({**self._error(row, ""), **o.trace(), "attempts": o.attempts})
+                continue
+            rng = rng_for(self.ctx.seed, self.name, image_id, "ground")
+            got = [x.model_dump() for x in o.parsed().instructions]
+            sets[image_id] = self.ground(got, regions, donors, rng)[0]
+        rated: dict[str, Outcome] = {}
+        if c.rate_difficulty_with_llm and sets:
+            rated = self._rate(sets, {k: v[0] for k, v in ctx.items()})
+        for image_id, its in sets.items():
+            o = done[image_id]
+            row = ctx[image_id][0]
+            r = rated.get(image_id)
+            ratings = {x.index: x.difficulty for x in r.parsed().ratings} if r and r.ok else {}
+            seed = int(rng_for(self.ctx.seed, self.name, image_id).integers(2**62))
+            for k, it in enumerate(its):
+                if k in ratings:
+                    it["difficulty"] = ratings[k]
+                out.append(self._row(row, k, it, seed, **o.trace(), attempts=o.attempts))
+            set_usage(out[-len(its) :], [o] + ([r] if r else []))
+        return out
+
+    def _rate(
+        self, sets: dict[str, list[dict[str, Any]]], rows: dict[str, dict[str, Any]]
+    ) -> dict[str, Outcome]:
+        """instruction_difficulty replies per image; a failed rating keeps the set's own."""
+        c = self.ctx.config.instructions
+        items = []
+        for image_id, its in sets.items():
+            req = request(
+                "instruction_difficulty",
+                image_id,
+                "instruction_difficulty",
+                c.prompts_dir,
+                response_model=DifficultyRatings,
+                **difficulty_vars(rows[image_id]["caption"] or "", its),
+            )
+
+            def check(reply: DifficultyRatings, n=len(its)) -> list[str]:
+                got = sorted(r.index for r in reply.ratings)
+                return [] if got == list(range(n)) else [f"rate each index 0..{n - 1} once"]
+
+            items.append((req, check))
+        return call_validated(self.ctx, self.name, c.llm, items, c.max_attempts)

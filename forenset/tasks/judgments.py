@@ -2,6 +2,10 @@
 
 Raw records only; the verdict is the ``verdicts`` stage's versioned rule, so a new threshold
 or an extra judge needs no new judge calls for the others.
+
+Offline: the rule judge. With a model pool: a text-only judge (``alignment_judge`` template)
+reads the instruction, the difference record and the pixel-grounding flags; ``panel`` asks every
+pool model, ``with_rule_judge`` keeps the rule judge's row as one more judge.
 """
 
 from __future__ import annotations
@@ -9,10 +13,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pyarrow as pa
+
+from forenset.backends.llm import LLMSettings
 from forenset.backends.rule_judge import RULE_VERSION, judge
 from forenset.schemas.judgments import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec
+from forenset.tasks.modelcall import call_validated, model_stage_config, request
+from forenset.text.checks import validate_judgment
+from forenset.text.models import AlignmentJudgment
 
+TEMPLATES = ("alignment_judge",)
 CARRY = (
     "candidate_id",
     "instruction_id",
@@ -32,9 +43,27 @@ CARRY = (
 )
 
 
+def evidence(differences_json: str | None, grounding_json: str | None) -> dict[str, Any]:
+    """What the text judge sees: each difference marked grounded or not by the pixel map, and
+    the sizeable pixel changes the extractor did not list."""
+    diffs = json.loads(differences_json or "[]")
+    g = json.loads(grounding_json or "{}")
+    bad = set(g.get("hallucinated") or [])
+    listed = [
+        {
+            k: d.get(k)
+            for k in ("id", "region", "change_type", "description", "salience", "bbox")
+            if d.get(k) is not None
+        }
+        | {"pixel_evidence": d.get("id") not in bad}
+        for d in diffs
+    ]
+    return {"differences": listed, "unlisted_pixel_changes": g.get("missed") or []}
+
+
 class Judgments(RowStage):
     name = "judgments"
-    version = "2"
+    version = "3"
     inputs = ("diffs",)
     input_columns = CARRY + ("grounding",)
     output_schema = SCHEMA
@@ -42,7 +71,7 @@ class Judgments(RowStage):
     partition_by = ("generator",)
 
     def stage_config(self) -> dict[str, Any]:
-        return self.ctx.config.judgments.model_dump(mode="json")
+        return model_stage_config(self.ctx.config.judgments, TEMPLATES)
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
         c = self.ctx.config.judgments
@@ -60,3 +89,49 @@ class Judgments(RowStage):
             "backend": "offline",
             "model": RULE_VERSION,
         }
+
+    def panels(self, settings: LLMSettings) -> list[tuple[str, LLMSettings]]:
+        """(item-id suffix, settings) per judge call: the pool as drawn, or one per model."""
+        if not self.ctx.config.judgments.panel:
+            return [("", settings)]
+        return [(f"|{s.label}", settings.model_copy(update={"pool": [s]})) for s in settings.pool]
+
+    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
+        c = self.ctx.config.judgments
+        if c.llm is None:
+            return super().process(batch, shard)
+        rows = batch.to_pylist()
+        out: list[dict[str, Any]] = []
+        if c.with_rule_judge:
+            out.extend(super().process(batch, shard).to_pylist())
+        for suffix, settings in self.panels(c.llm):
+            items, by_id = [], {}
+            for row in rows:
+                ins = json.loads(row["instruction"] or "{}")
+                item_id = row["candidate_id"] + suffix
+                req = request(
+                    "judgments",
+                    item_id,
+                    "alignment_judge",
+                    c.prompts_dir,
+                    response_model=AlignmentJudgment,
+                    instruction=ins.get("text", ""),
+                    family=ins.get("family", row.get("family") or ""),
+                    kind=ins.get("kind", row.get("kind") or ""),
+                    target=ins.get("target", ""),
+                    expected_change=ins.get("expected_change", ""),
+                    differences=evidence(row.get("differences"), row.get("grounding")),
+                )
+                items.append((req, validate_judgment))
+                by_id[item_id] = row
+            done = call_validated(self.ctx, self.name, settings, items, c.max_attempts)
+            for item_id, row in by_id.items():
+                o = done[item_id]
+                rec: dict[str, Any] = {**{k: row[k] for k in CARRY}, **o.trace()}
+                rec["judge"] = f"{o.result.backend}/{o.result.model}"
+                rec["rule_version"] = o.result.prompt_id
+                if o.ok:
+                    rec.update(o.parsed().model_dump())
+                rec["stage_version"] = self.version
+                out.append(rec)
+        return self.to_table(out)

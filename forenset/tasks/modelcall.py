@@ -1,0 +1,186 @@
+"""Shared plumbing for model-using stages: fingerprints, one run_chat per round, regeneration.
+
+Every model stage does the same three things: put the pool's identity and the templates'
+content hashes in its fingerprint, send one batch of requests per shard, and send a new
+request (the validator's reasons appended, a new seed) for replies that parse but fail the
+stage's checks. Keeping that here keeps the five stages small and alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from forenset.backends.llm import ChatRequest, ChatResult, LLMSettings, ResponseCache, run_chat
+from forenset.seeds import derive_seed
+from forenset.tasks.base import StageContext
+from forenset.text.templates import load_template, render
+
+# Pool fields that shape a reply. rpm/tpm, keys, timeouts, concurrency and batch mode do not.
+POOL_IDENTITY = ("backend", "model", "weight", "base_url", "params")
+# Usage columns the model stages' schemas carry next to the common trace columns.
+USAGE = ("input_tokens", "output_tokens", "cost_usd", "cached")
+
+Validator = Callable[[BaseModel], list[str]]
+
+
+def llm_identity(settings: LLMSettings | None) -> dict[str, Any] | None:
+    """What of an LLM pool goes into a stage fingerprint (None: the offline path)."""
+    if settings is None:
+        return None
+    return {
+        "pool": [{k: getattr(s, k) for k in POOL_IDENTITY} for s in settings.pool],
+        "repair_retries": settings.repair_retries,
+    }
+
+
+def template_hashes(ids: Sequence[str], root: str | None) -> dict[str, str]:
+    return {t: load_template(t, root).content_hash for t in ids}
+
+
+def model_stage_config(cfg: Any, templates: Sequence[str]) -> dict[str, Any]:
+    """The fingerprinted config of a model stage: its own knobs, the pool identity and, when a
+    model is used, the content hash of every template it renders."""
+    d = cfg.model_dump(mode="json", exclude={"llm", "prompts_dir"})
+    llm = getattr(cfg, "llm", None)
+    if llm is not None:
+        d["llm"] = llm_identity(llm)
+        d["templates"] = template_hashes(templates, getattr(cfg, "prompts_dir", None))
+    return d
+
+
+def request(
+    task: str,
+    item_id: str,
+    template: str,
+    root: str | None,
+    *,
+    images: Sequence[bytes] = (),
+    response_model: type[BaseModel],
+    **variables: object,
+) -> ChatRequest:
+    """One ChatRequest from a project template (its id@version and hash travel with it)."""
+    system, user, pid, phash = render(template, root, **variables)
+    return ChatRequest(
+        task=task,
+        item_id=item_id,
+        system=system,
+        user=user,
+        images=list(images),
+        response_model=response_model,
+        prompt_id=pid,
+        prompt_hash=phash,
+    )
+
+
+@dataclass
+class Outcome:
+    """An item's last result, what its validator said, and the usage summed over attempts."""
+
+    result: ChatResult
+    problems: list[str]
+    attempts: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    cached: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok and not self.problems
+
+    def parsed(self) -> Any:
+        return self.result.parsed
+
+    def trace(self) -> dict[str, Any]:
+        """Row columns: the result's trace, the validation failure as the error, summed usage."""
+        t = self.result.trace()
+        out = {k: t[k] for k in ("backend", "model", "prompt_id", "prompt_hash")}
+        out.update(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            cached=self.cached,
+        )
+        if not self.result.ok:
+            out.update(status="error", error=self.result.error, retryable=self.result.retryable)
+        elif self.problems:
+            out.update(
+                status="error",
+                error=f"reply failed validation after {self.attempts} attempt"
+                f"{'s' if self.attempts > 1 else ''}: " + "; ".join(self.problems),
+                retryable=False,
+            )
+        else:
+            out.update(status="ok", error=None, retryable=False)
+        return out
+
+
+def feedback(req: ChatRequest, base_user: str, problems: list[str], attempt: int, seed: int):
+    """A new request for a rejected reply: the reasons appended, a new seed (new cache key)."""
+    note = (
+        "\n\nYour previous reply was rejected for these reasons:\n"
+        + "\n".join(f"- {p}" for p in problems)
+        + "\nWrite a new reply that fixes every one of them."
+    )
+    return dataclasses.replace(req, user=base_user + note, seed=derive_seed(seed, attempt))
+
+
+def call_validated(
+    ctx: StageContext,
+    stage: str,
+    settings: LLMSettings,
+    items: Sequence[tuple[ChatRequest, Validator]],
+    max_attempts: int,
+) -> dict[str, Outcome]:
+    """Run requests (one run_chat per round); regenerate replies whose validator complains.
+
+    Transport / parse errors are final here: run_chat already retried and repaired them.
+    ``ErrorRateExceeded`` propagates (the flow reports the shard as failed).
+    """
+    cache = ResponseCache(ctx.store.fs, ctx.store.root)
+    base = {req.item_id: (req, req.user, check) for req, check in items}
+    pending = [req for req, _ in items]
+    out: dict[str, Outcome] = {}
+    for attempt in range(1, max_attempts + 1):
+        if not pending:
+            break
+        results = run_chat(pending, settings, build_seed=ctx.seed, stage=stage, cache=cache)
+        nxt: list[ChatRequest] = []
+        for req, res in zip(pending, results, strict=True):
+            prev = out.get(req.item_id)
+            o = Outcome(res, [], attempt)
+            if prev is not None:
+                o.input_tokens, o.output_tokens = prev.input_tokens, prev.output_tokens
+                o.cost_usd, o.cached = prev.cost_usd, prev.cached
+            o.input_tokens += res.input_tokens
+            o.output_tokens += res.output_tokens
+            o.cost_usd += res.cost_usd
+            o.cached = o.cached and res.cached
+            if res.ok:
+                _, user, check = base[req.item_id]
+                try:
+                    o.problems = list(check(res.parsed))
+                except Exception as e:  # noqa: BLE001 - a validator crash is a failed check
+                    o.problems = [f"validator failed: {type(e).__name__}: {e}"]
+                if o.problems and attempt < max_attempts:
+                    seed = derive_seed(ctx.seed, stage, req.item_id, "regenerate")
+                    nxt.append(feedback(req, user, o.problems, attempt, seed))
+            out[req.item_id] = o
+        pending = nxt
+    return out
+
+
+def set_usage(rows: list[dict[str, Any]], outcomes: Sequence[Outcome]) -> None:
+    """Rows made from shared calls (an image's edit set, a category's scenarios): the calls'
+    usage goes on the first row and 0 on the others, so SUM(cost_usd) over a table is right."""
+    for i, r in enumerate(rows):
+        first = i == 0
+        r["input_tokens"] = sum(o.input_tokens for o in outcomes) if first else 0
+        r["output_tokens"] = sum(o.output_tokens for o in outcomes) if first else 0
+        r["cost_usd"] = sum(o.cost_usd for o in outcomes) if first else 0.0
+        r["cached"] = all(o.cached for o in outcomes)

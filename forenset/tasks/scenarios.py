@@ -1,0 +1,142 @@
+"""scenarios: SafeIMG scenario instances s = (R_c, e, m) + detail, one shard per safety category.
+
+A source-like stage (no inputs): the taxonomy file is its input, so its hash is in the
+fingerprint. Offline: ``sample_scenarios`` (every compatible content x media-form pair once
+before repeats). With a model pool: the ``scenario_expansion`` template, one request per
+category; proposals naming an unknown media form or holding placeholders are dropped, and the
+request is regenerated (with the reasons) while fewer than ``per_category`` remain.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from forenset.schemas.scenarios import SCHEMA
+from forenset.seeds import rng_for
+from forenset.tasks.base import ShardSpec, Stage
+from forenset.tasks.modelcall import call_validated, model_stage_config, request, set_usage
+from forenset.text.models import ScenarioExpansion
+from forenset.text.safety_prompts import scenario_expansion_vars, scenarios_from_llm
+from forenset.text.taxonomy import (
+    Category,
+    Scenario,
+    get_category,
+    load_taxonomy,
+    sample_scenarios,
+    taxonomy_hash,
+)
+
+TEMPLATES = ("scenario_expansion",)
+
+
+def unique_ids(scenarios: list[Scenario]) -> list[Scenario]:
+    """Repeats of a (content, media, detail) triple get '-r<k>' ids, so each row keys once."""
+    seen: dict[str, int] = {}
+    out = []
+    for sc in scenarios:
+        k = seen.get(sc.scenario_id, 0)
+        seen[sc.scenario_id] = k + 1
+        out.append(
+            sc if k == 0 else sc.model_copy(update={"scenario_id": f"{sc.scenario_id}-r{k}"})
+        )
+    return out
+
+
+def scenario_row(sc: Scenario, cat: Category) -> dict[str, Any]:
+    return {
+        "scenario_id": sc.scenario_id,
+        "category": cat.id,
+        "category_name": cat.name,
+        "group": cat.group,
+        "content": sc.content,
+        "media_form": sc.media_form,
+        "detail": sc.detail,
+        "risk_focus": sc.risk_focus,
+        "source": sc.source,
+        "scenario": json.dumps(sc.model_dump(), ensure_ascii=False, sort_keys=True),
+    }
+
+
+class Scenarios(Stage):
+    name = "scenarios"
+    version = "1"
+    inputs = ()
+    output_schema = SCHEMA
+    key = "scenario_id"
+
+    def stage_config(self) -> dict[str, Any]:
+        return {
+            **model_stage_config(self.ctx.config.scenarios, TEMPLATES),
+            "taxonomy": taxonomy_hash(),
+        }
+
+    def plan_sources(self) -> list[ShardSpec]:
+        c = self.ctx.config.scenarios
+        if not c.enabled:
+            return []
+        cats = [x.id for x in load_taxonomy()]
+        wanted = [x for x in cats if c.categories is None or x in c.categories]
+        return [self.spec(cid, {}, [], {"category": cid}) for cid in wanted]
+
+    def read_inputs(self, shard: ShardSpec) -> pa.Table:
+        return pa.table({})
+
+    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
+        assert shard is not None, "scenarios are planned per category"
+        c = self.ctx.config.scenarios
+        cat = get_category(shard.params["category"])
+        if c.llm is None:
+            rng = rng_for(self.ctx.seed, self.name, cat.id)
+            scs = unique_ids(sample_scenarios(cat, rng, c.per_category))
+            rows = [
+                {**scenario_row(s, cat), "status": "ok", "backend": "offline", "model": "taxonomy"}
+                for s in scs
+            ]
+            return self.to_table([{**r, "stage_version": self.version} for r in rows])
+        req = request(
+            "scenarios",
+            cat.id,
+            "scenario_expansion",
+            c.prompts_dir,
+            response_model=ScenarioExpansion,
+            **scenario_expansion_vars(cat, c.per_category),
+        )
+
+        def check(reply: ScenarioExpansion) -> list[str]:
+            got, failures = scenarios_from_llm(cat, reply)
+            if len({s.scenario_id for s in got}) >= c.per_category:
+                return []
+            return failures + [f"only {len(got)} usable scenarios, {c.per_category} asked"]
+
+        o = call_validated(self.ctx, self.name, c.llm, [(req, check)], c.max_attempts)[cat.id]
+        if not o.result.ok:
+            return self.to_table(
+                [
+                    {
+                        "scenario_id": f"{cat.id}-error",
+                        "category": cat.id,
+                        **o.trace(),
+                        "stage_version": self.version,
+                    }
+                ]
+            )
+        # Fewer usable proposals than asked after the last attempt: keep the usable ones.
+        scs = unique_ids(scenarios_from_llm(cat, o.parsed())[0])[: c.per_category]
+        if not scs:
+            return self.to_table(
+                [
+                    {
+                        "scenario_id": f"{cat.id}-error",
+                        "category": cat.id,
+                        **o.trace(),
+                        "stage_version": self.version,
+                    }
+                ]
+            )
+        trace = {**o.trace(), "status": "ok", "error": None, "retryable": False}
+        out = [{**scenario_row(s, cat), **trace, "stage_version": self.version} for s in scs]
+        set_usage(out, [o])
+        return self.to_table(out)
