@@ -1,0 +1,41 @@
+"""Perturbation catalogue, per-split mixture schedules and adversarial variants.
+
+Import is light: no torch (adversarial ops import it lazily) and no albumentations (which
+imports torch) until an op that uses it runs.
+"""
+
+from __future__ import annotations
+
+from . import (  # noqa: F401  (importing registers the ops)
+    adversarial,
+    blur,
+    compression,
+    frequency,
+    geometric,
+    noise,
+    photometric,
+    propagation,
+    weather,
+)
+from .config import AdversarialConfig, PerturbationConfig, SplitSchedule
+from .mixture import apply_record, op_pool, perturb_image, plan
+from .propagation import propagate
+from .quality import quality
+from .registry import FAMILIES, REGISTRY, SPLITS, Op, OpParams
+
+__all__ = [
+    "FAMILIES",
+    "REGISTRY",
+    "SPLITS",
+    "AdversarialConfig",
+    "Op",
+    "OpParams",
+    "PerturbationConfig",
+    "SplitSchedule",
+    "apply_record",
+    "op_pool",
+    "perturb_image",
+    "plan",
+    "propagate",
+    "quality",
+]
