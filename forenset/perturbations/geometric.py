@@ -14,7 +14,7 @@ BORDER = cv2.BORDER_REFLECT_101
 
 
 class AffineParams(OpParams):
-    rotate: float = sev_field(1.0, 15.0)
+    rotate: float = sev_field(0.0, 15.0)
     rotate_sign: int = choice_field([1, -1])
     scale: float = sev_field(1.0, 0.8)
     shear: float = sev_field(0.0, 10.0)
@@ -47,7 +47,7 @@ def affine(
 
 
 class PerspectiveParams(OpParams):
-    jitter: float = sev_field(0.01, 0.12)
+    jitter: float = sev_field(0.0, 0.12)
 
 
 def perspective(img: np.ndarray, *, rng: np.random.Generator, jitter: float) -> np.ndarray:
@@ -60,7 +60,7 @@ def perspective(img: np.ndarray, *, rng: np.random.Generator, jitter: float) -> 
 
 
 class ElasticParams(OpParams):
-    alpha: float = sev_field(0.01, 0.08)
+    alpha: float = sev_field(0.0, 0.08)
     sigma: float = sev_field(0.04, 0.02)
 
 
@@ -83,7 +83,7 @@ def elastic(img: np.ndarray, *, rng: np.random.Generator, alpha: float, sigma: f
 
 
 class OpticalDistortionParams(OpParams):
-    k: float = sev_field(0.02, 0.5)
+    k: float = sev_field(0.0, 0.5)
     sign: int = choice_field([1, -1])
 
 
@@ -99,7 +99,7 @@ def optical_distortion(
 
 
 class GridDistortionParams(OpParams):
-    limit: float = sev_field(0.05, 0.4)
+    limit: float = sev_field(0.0, 0.4)
     num_steps: int = choice_field([4, 5, 6, 8])
 
 
@@ -116,7 +116,7 @@ def grid_distortion(
 
 
 class CropResizeParams(OpParams):
-    keep: float = sev_field(0.97, 0.65)
+    keep: float = sev_field(1.0, 0.65)
 
 
 def crop_resize(img: np.ndarray, *, rng: np.random.Generator, keep: float) -> np.ndarray:

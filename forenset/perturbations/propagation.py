@@ -89,7 +89,10 @@ def _make_level(level: int):
 
 class SocialChainParams(OpParams):
     length: int = sev_field(1, 4, integer=True)
-    platforms: list[str] = Field(default_factory=lambda: ["twitter"])
+    platforms: list[str] = Field(
+        default_factory=lambda: ["twitter"],
+        json_schema_extra={"derived": "`length` draws from {" + ", ".join(PLATFORMS) + "}"},
+    )
     PLATFORM_NAMES: ClassVar[tuple[str, ...]] = tuple(PLATFORMS)
 
     @field_validator("platforms")

@@ -131,10 +131,13 @@ class Op:
             extra = finfo.json_schema_extra
             if isinstance(extra, dict) and "choices" in extra:
                 out[fname] = "{" + ", ".join(str(c) for c in extra["choices"]) + "}"  # type: ignore[union-attr]
+            elif isinstance(extra, dict) and "derived" in extra:
+                out[fname] = str(extra["derived"])
             elif isinstance(extra, dict) and "easy" in extra:
                 out[fname] = f"{_fmt(extra['easy'])} → {_fmt(extra['hard'])}"
             else:
-                out[fname] = f"= {finfo.default!r} (from config)"
+                default = finfo.get_default(call_default_factory=True)
+                out[fname] = f"= {default!r} (from config)"
         return out
 
 
@@ -154,7 +157,7 @@ def register(
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family}")
     split_index(first_split)
-    doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+    doc = (fn.__doc__ or "").strip().splitlines()[0].replace("``", "`") if fn.__doc__ else ""
     op = Op(name, family, first_split, params_model, fn, doc)
     REGISTRY[name] = op
     return op
