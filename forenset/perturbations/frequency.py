@@ -9,10 +9,22 @@ from .registry import OpParams, choice_field, register, run_albumentations, sev_
 
 
 def _radius(h: int, w: int) -> np.ndarray:
-    """Normalised radial frequency (0 at DC, 1 at the Nyquist corner of the shorter axis)."""
+    """Normalised radial frequency on the rfft2 grid (0 at DC, 1 at Nyquist on each axis)."""
     fy = np.fft.fftfreq(h)[:, None] * 2
-    fx = np.fft.fftfreq(w)[None, :] * 2
-    return np.sqrt(fx**2 + fy**2)
+    fx = np.fft.rfftfreq(w)[None, :] * 2
+    return np.sqrt(fx**2 + fy**2).astype(np.float32)
+
+
+def _rfft(x: np.ndarray) -> np.ndarray:
+    import scipy.fft
+
+    return scipy.fft.rfft2(x, axes=(0, 1), workers=1)
+
+
+def _irfft(f: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    import scipy.fft
+
+    return scipy.fft.irfft2(f, s=shape[:2], axes=(0, 1), workers=1)
 
 
 class RingingOvershootParams(OpParams):
@@ -52,9 +64,8 @@ def lowpass_ringing(img: np.ndarray, *, rng: np.random.Generator, cutoff: float)
     """Ideal (brick-wall) low-pass in the FFT domain: blur plus Gibbs ringing."""
     h, w = img.shape[:2]
     mask = (_radius(h, w) <= cutoff).astype(np.float32)
-    x = img.astype(np.float32)
-    f = np.fft.fft2(x, axes=(0, 1)) * mask[..., None]
-    return to_u8(np.real(np.fft.ifft2(f, axes=(0, 1))))
+    f = _rfft(img.astype(np.float32)) * mask[..., None]
+    return to_u8(_irfft(f, img.shape))
 
 
 class SpectralNoiseParams(OpParams):
@@ -79,12 +90,14 @@ def spectral_noise(
     h, w = img.shape[:2]
     r = _radius(h, w)
     band = ((r >= band_low) & (r < band_low + band_width)).astype(np.float32)
-    x = img.astype(np.float32)
-    f = np.fft.fft2(x, axes=(0, 1))
-    mag = np.abs(f)[band > 0].mean() if band.any() else 0.0
-    noise = rng.normal(size=f.shape) + 1j * rng.normal(size=f.shape)
-    f = f + strength * mag * noise * band[..., None]
-    return to_u8(np.real(np.fft.ifft2(f, axes=(0, 1))))
+    f = _rfft(img.astype(np.float32))
+    mag = float(np.abs(f)[band > 0].mean()) if band.any() else 0.0
+    shape = f.shape
+    noise = rng.standard_normal(shape, dtype=np.float32) + 1j * rng.standard_normal(
+        shape, dtype=np.float32
+    )
+    f = f + np.float32(strength * mag) * noise * band[..., None]
+    return to_u8(_irfft(f, img.shape))
 
 
 class MoireParams(OpParams):
