@@ -23,7 +23,11 @@ from .propagation import propagate
 from .quality import quality
 from .registry import FAMILIES, REGISTRY, SPLITS, Op, OpParams
 
+# Bump when any op's pixels or sampling change: part of the perturbation stage fingerprint.
+CATALOGUE_VERSION = "1"
+
 __all__ = [
+    "CATALOGUE_VERSION",
     "FAMILIES",
     "REGISTRY",
     "SPLITS",
