@@ -108,7 +108,9 @@ def preview(
     else:
         from .photos import photos
 
-        imgs = photos()
+        # one photo per family row (geometric changes are easier to see on the astronaut)
+        order = ("astronaut", "chelsea", "coffee", "rocket", "astronaut", "immunohistochemistry")
+        imgs = photos(names=order + ("chelsea", "coffee", "hubble_deep_field"))
     grid = preview_grid(imgs, split, _load_config(config), cell=cell, seed=seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     grid.save(out)

@@ -44,3 +44,17 @@ def test_propagate_folder(tmp_path) -> None:
     assert ok.exit_code == 0
     with Image.open(tmp_path / "o2" / "b.png") as im:
         assert np.array_equal(np.asarray(im.convert("RGB")), photo("rocket", 64))
+
+
+def test_train_uap_then_use_it(tmp_path) -> None:
+    out = tmp_path / "u.npy"
+    res = runner.invoke(app, ["train-uap", "--out", str(out), "--steps", "2", "--size", "32"])
+    assert res.exit_code == 0, res.output
+    uap = np.load(out)
+    assert uap.shape == (32, 32, 3) and np.abs(uap).max() <= 1.0
+    from forenset.perturbations import REGISTRY
+    from forenset.seeds import rng_for
+
+    img = photo("coffee", 48)
+    adv = REGISTRY["uap"].apply(img, {"eps": 6.0, "uap_path": str(out)}, rng_for("u"))
+    assert 0 < np.abs(adv.astype(int) - img.astype(int)).max() <= 6
