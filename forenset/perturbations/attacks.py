@@ -1,0 +1,351 @@
+"""Torch-only adversarial perturbations against pluggable surrogate encoders.
+
+Imported lazily (only when an adversarial op runs) so that ``forenset.perturbations`` stays
+light. No torchvision: it fails to import beside the CPU torch wheel here.
+
+* X-Transfer-style universal perturbation (UAP): one delta, trained against an encoder
+  ensemble by minimising the cosine similarity of clean vs perturbed global embeddings
+  (arXiv 2505.05528; simplified: the whole ensemble every step instead of bandit-selected
+  surrogates). Stored as ``.npy`` (HxWx3 float32, unit L-inf: delta / eps) or ``.pt``.
+* FOA-style targeted per-image attack: maximise global cosine to a target image plus
+  ``ot_weight`` x optimal-transport similarity (Sinkhorn) between k-means clusters of patch
+  tokens, on random crops, with signed steps projected to an L-inf ball (implemented from
+  the FOA-Attack paper; its repository has no licence).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SurrogateEncoder(Protocol):
+    """What the attacks need: input_size, and (global BxD, patches BxNxD) from Bx3xHxW in [0,1]."""
+
+    input_size: int
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
+_MEAN = (0.48145466, 0.4578275, 0.40821073)  # CLIP normalisation, also used by the tiny nets
+_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+def _normalise(x: torch.Tensor) -> torch.Tensor:
+    mean = torch.tensor(_MEAN, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+    std = torch.tensor(_STD, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+    return (x - mean) / std
+
+
+class TinyConvEncoder(nn.Module):
+    """Random-init conv net: a stand-in surrogate for tests and the default offline build."""
+
+    def __init__(self, input_size: int = 64, dim: int = 32) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.body = nn.Sequential(
+            nn.Conv2d(3, 16, 3, stride=2, padding=1),
+            nn.GELU(),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1),
+            nn.GELU(),
+            nn.Conv2d(32, dim, 3, stride=2, padding=1),
+        )
+        self.head = nn.Linear(dim, dim)
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        f = self.body(_normalise(x))
+        patches = f.flatten(2).transpose(1, 2)
+        return self.head(patches.mean(1)), patches
+
+
+class TinyViTEncoder(nn.Module):
+    """Random-init ViT-ish encoder (patch embed, cls token, 2 pre-norm blocks)."""
+
+    def __init__(self, input_size: int = 64, patch: int = 8, dim: int = 48, depth: int = 2):
+        super().__init__()
+        self.input_size = input_size
+        n = (input_size // patch) ** 2
+        self.embed = nn.Conv2d(3, dim, patch, stride=patch)
+        self.cls = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+        self.pos = nn.Parameter(torch.randn(1, n + 1, dim) * 0.02)
+        layer = nn.TransformerEncoderLayer(
+            dim, nhead=4, dim_feedforward=dim * 2, dropout=0.0, batch_first=True, norm_first=True
+        )
+        self.blocks = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(dim)
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        t = self.embed(_normalise(x)).flatten(2).transpose(1, 2)
+        t = torch.cat([self.cls.expand(t.shape[0], -1, -1), t], dim=1) + self.pos
+        t = self.norm(self.blocks(t))
+        return t[:, 0], t[:, 1:]
+
+
+class OpenClipEncoder:
+    """open_clip visual tower as a surrogate (optional; needs open_clip + weights locally)."""
+
+    def __init__(self, model_name: str, pretrained: str, device: str) -> None:
+        import open_clip  # optional dependency, not installed by default
+
+        model, _, _ = open_clip.create_model_and_transforms(model_name, pretrained=pretrained)
+        self.visual = model.visual.to(device).eval()
+        self.visual.output_tokens = True
+        size = self.visual.image_size
+        self.input_size = int(size[0] if isinstance(size, tuple | list) else size)
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        pooled, tokens = self.visual(_normalise(x))
+        return pooled, tokens
+
+
+class TimmEncoder:
+    """timm model as a surrogate (optional): tokens from forward_features, pooled pre-logits."""
+
+    def __init__(self, name: str, device: str) -> None:
+        import timm  # optional dependency
+
+        self.model = timm.create_model(name, pretrained=True, num_classes=0).to(device).eval()
+        self.input_size = int(self.model.default_cfg["input_size"][-1])
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        feats = self.model.forward_features(_normalise(x))
+        if feats.ndim == 4:  # CNN: B,C,H,W -> tokens
+            feats = feats.flatten(2).transpose(1, 2)
+        pooled = self.model.forward_head(feats, pre_logits=True) if feats.ndim == 3 else feats
+        return pooled, feats
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+@functools.lru_cache(maxsize=16)
+def load_encoder(spec: str, device: str = "cpu", input_size: int = 64) -> SurrogateEncoder:
+    """Build an encoder from a spec: ``tiny_conv:SEED``, ``tiny_vit:SEED``,
+    ``open_clip:MODEL/PRETRAINED`` or ``timm:NAME``. Tiny nets are seeded deterministically."""
+    kind, _, arg = spec.partition(":")
+    if kind in ("tiny_conv", "tiny_vit"):
+        seed = int(arg or 0)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            net = TinyConvEncoder(input_size) if kind == "tiny_conv" else TinyViTEncoder(input_size)
+        net = net.to(device).eval()
+        for p in net.parameters():
+            p.requires_grad_(False)
+        return net
+    if kind == "open_clip":
+        name, _, pretrained = arg.partition("/")
+        return OpenClipEncoder(name, pretrained, device)
+    if kind == "timm":
+        return TimmEncoder(arg, device)
+    raise ValueError(f"unknown encoder spec {spec!r}")
+
+
+@contextlib.contextmanager
+def single_thread() -> Iterator[None]:
+    """One intra-op thread for bit-identical CPU results (torch CPU kernels vary by threads)."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def _to_tensor(imgs: Sequence[np.ndarray], device: str) -> torch.Tensor:
+    arr = np.stack([np.asarray(i, dtype=np.float32) / 255.0 for i in imgs])
+    return torch.from_numpy(arr).permute(0, 3, 1, 2).contiguous().to(device)
+
+
+def _resize(x: torch.Tensor, size: int) -> torch.Tensor:
+    return F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
+
+
+# ---------------------------------------------------------------- universal perturbation
+
+
+def train_uap(
+    images: Sequence[np.ndarray],
+    encoders: Sequence[str],
+    *,
+    size: int = 64,
+    eps: float = 12 / 255,
+    steps: int = 30,
+    step_size: float | None = None,
+    batch: int = 8,
+    seed: int = 0,
+    device: str = "auto",
+) -> np.ndarray:
+    """Train a universal perturbation; returns HxWx3 float32 with L-inf 1 (= delta / eps).
+
+    Each step draws a batch of random crops (numpy rng from ``seed``), perturbs them with the
+    (resized) UAP and descends the mean clean/perturbed cosine similarity over the ensemble.
+    """
+    dev = resolve_device(device)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    encs = [load_encoder(s, dev) for s in encoders]
+    alpha = step_size if step_size is not None else eps / 8
+    data = [_to_tensor([im], dev) for im in images]
+    delta = torch.zeros(1, 3, size, size, device=dev)
+    with single_thread():
+        for _ in range(steps):
+            crops = []
+            for _ in range(batch):
+                x = data[int(rng.integers(len(data)))]
+                crops.append(_resize(_random_crop(x, rng, 0.6), size))
+            xb = torch.cat(crops)
+            delta.requires_grad_(True)
+            loss = torch.zeros((), device=dev)
+            for enc in encs:
+                s = enc.input_size
+                g_clean, _ = enc.encode(_resize(xb, s))
+                g_adv, _ = enc.encode(_resize((xb + delta).clamp(0, 1), s))
+                loss = loss + F.cosine_similarity(g_clean.detach(), g_adv, dim=-1).mean()
+            (grad,) = torch.autograd.grad(loss, delta)
+            with torch.no_grad():
+                delta = (delta - alpha * grad.sign()).clamp(-eps, eps)
+    uap = (delta.detach()[0].permute(1, 2, 0).cpu().numpy() / eps).astype(np.float32)
+    return np.clip(uap, -1.0, 1.0)
+
+
+def save_uap(uap: np.ndarray, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".pt":
+        torch.save(torch.from_numpy(uap), path)
+    else:
+        np.save(path, uap)
+    return path
+
+
+def load_uap(path: str | Path) -> np.ndarray:
+    path = Path(path)
+    if path.suffix == ".pt":
+        arr = torch.load(path, map_location="cpu", weights_only=True).numpy()
+    else:
+        arr = np.load(path)
+    arr = np.asarray(arr, dtype=np.float32)
+    if arr.ndim == 3 and arr.shape[0] == 3 and arr.shape[-1] != 3:
+        arr = arr.transpose(1, 2, 0)
+    if arr.ndim != 3 or arr.shape[-1] != 3:
+        raise ValueError(f"UAP must be HxWx3 (or 3xHxW); got {arr.shape}")
+    peak = float(np.abs(arr).max())
+    return arr / peak if peak > 1.0 else arr
+
+
+# ---------------------------------------------------------------- FOA-style targeted attack
+
+
+def _random_crop(x: torch.Tensor, rng: np.random.Generator, min_scale: float) -> torch.Tensor:
+    h, w = x.shape[-2:]
+    s = float(rng.uniform(min_scale, 1.0))
+    ch, cw = max(2, int(h * s)), max(2, int(w * s))
+    top = int(rng.integers(0, h - ch + 1))
+    left = int(rng.integers(0, w - cw + 1))
+    return x[..., top : top + ch, left : left + cw]
+
+
+def kmeans_centres(tokens: torch.Tensor, k: int, iters: int = 5) -> torch.Tensor:
+    """k-means over N x D tokens (deterministic evenly spaced init). Assignments carry no
+    gradient; the returned centres (k x D) are means of assigned tokens, so they do."""
+    n = tokens.shape[0]
+    k = min(k, n)
+    idx = torch.linspace(0, n - 1, k, device=tokens.device).round().long()
+    centres = tokens[idx].detach()
+    assign = None
+    for _ in range(iters):
+        d = torch.cdist(tokens.detach(), centres)
+        assign = d.argmin(1)
+        onehot = F.one_hot(assign, k).to(tokens.dtype)
+        counts = onehot.sum(0, keepdim=True).T
+        new = (onehot.T @ tokens.detach()) / counts.clamp(min=1)
+        centres = torch.where(counts > 0, new, centres)
+    assert assign is not None
+    onehot = F.one_hot(assign, k).to(tokens.dtype)
+    counts = onehot.sum(0, keepdim=True).T
+    keep = counts[:, 0] > 0
+    return ((onehot.T @ tokens) / counts.clamp(min=1))[keep]
+
+
+def sinkhorn_similarity(a: torch.Tensor, b: torch.Tensor, reg: float = 0.1, iters: int = 30):
+    """Entropic OT between two point sets (uniform weights) with cost 1 - cosine; returns the
+    transport-weighted cosine similarity (higher = better aligned)."""
+    sim = F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T
+    cost = 1.0 - sim
+    kmat = torch.exp(-cost / reg)
+    mu = torch.full((a.shape[0],), 1.0 / a.shape[0], device=a.device, dtype=a.dtype)
+    nu = torch.full((b.shape[0],), 1.0 / b.shape[0], device=a.device, dtype=a.dtype)
+    u = torch.ones_like(mu)
+    v = torch.ones_like(nu)
+    for _ in range(iters):
+        u = mu / (kmat @ v).clamp(min=1e-12)
+        v = nu / (kmat.T @ u).clamp(min=1e-12)
+    plan = u[:, None] * kmat * v[None, :]
+    return (plan * sim).sum()
+
+
+def foa_attack_batch(
+    images: Sequence[np.ndarray],
+    targets: Sequence[np.ndarray],
+    encoders: Sequence[str],
+    *,
+    eps: float,
+    step_size: float,
+    steps: int,
+    clusters: int = 10,
+    ot_weight: float = 0.2,
+    crop_min: float = 0.7,
+    rng: np.random.Generator,
+    device: str = "auto",
+) -> list[np.ndarray]:
+    """Targeted attack on a batch of same-size uint8 images (eps/step_size in [0,1] units).
+
+    Batched on the GPU when present. One random crop box per step is shared by the batch, so a
+    batch is not bit-identical to per-image calls.
+    """
+    dev = resolve_device(device)
+    encs = [load_encoder(s, dev) for s in encoders]
+    x = _to_tensor(images, dev)
+    tgt_feats = []
+    with torch.no_grad():
+        for enc in encs:
+            tx = torch.cat([_resize(_to_tensor([t], dev), enc.input_size) for t in targets])
+            g, p = enc.encode(tx)
+            cents = [kmeans_centres(p[i], clusters) for i in range(p.shape[0])]
+            tgt_feats.append((g, cents))
+    delta = torch.zeros_like(x)
+    for _ in range(steps):
+        delta.requires_grad_(True)
+        crop = _random_crop((x + delta).clamp(0, 1), rng, crop_min)
+        loss = torch.zeros((), device=dev)
+        for enc, (g_t, c_t) in zip(encs, tgt_feats, strict=True):
+            g, p = enc.encode(_resize(crop, enc.input_size))
+            loss = loss + F.cosine_similarity(g, g_t, dim=-1).sum()
+            if ot_weight:
+                for i in range(p.shape[0]):
+                    c = kmeans_centres(p[i], clusters)
+                    loss = loss + ot_weight * sinkhorn_similarity(c, c_t[i])
+        (grad,) = torch.autograd.grad(loss, delta)
+        with torch.no_grad():
+            delta = (delta + step_size * grad.sign()).clamp(-eps, eps)
+            delta = (x + delta).clamp(0, 1) - x
+    adv = (x + delta.detach()).clamp(0, 1).permute(0, 2, 3, 1).cpu().numpy()
+    return [np.clip(np.rint(a * 255.0), 0, 255).astype(np.uint8) for a in adv]
+
+
+def foa_attack(
+    img: np.ndarray, target: np.ndarray, encoders: Sequence[str], **kw: object
+) -> np.ndarray:
+    """One image (CPU single-threaded for bit-identity)."""
+    with single_thread():
+        return foa_attack_batch([img], [target], encoders, **kw)[0]  # type: ignore[arg-type]
