@@ -198,13 +198,6 @@ def test_load_failure_is_error_rows_not_exception(tmp_path):
     assert out[0].model == str(tmp_path)
 
 
-def test_tiny_qwen_edit_is_not_built_and_says_so():
-    out = tiny_backend("QwenImageEditPipeline").edit(
-        [EditRequest(photo(32, 32), {"text": "x"}, seed=0)]
-    )
-    assert out[0].status == "error" and "no tiny builder" in out[0].error
-
-
 def test_one_pipeline_load_per_process():
     a = tiny_backend("StableDiffusionPipeline", steps=2)
     b = tiny_backend("StableDiffusionPipeline", steps=3, batch_size=1)  # same load config
@@ -219,3 +212,13 @@ def test_one_pipeline_load_per_process():
 def test_fingerprint_has_resolved_defaults():
     fp = tiny_backend("FluxKontextPipeline", steps=None).config_fingerprint()
     assert fp["steps"] == 28 and fp["guidance_scale"] == 2.5 and fp["dtype"] == "float32"
+
+
+def test_qwen_image_edit_tiny():
+    """QwenImageEdit encodes the source at ~1 MP whatever its size: one image, no CFG."""
+    backend = tiny_backend("QwenImageEditPipeline", guidance_scale=1.0, batch_size=1, steps=1)
+    out = backend.edit([EditRequest(photo(32, 24), {"text": "turn the disc green"}, seed=9)])
+    assert out[0].status == "ok", out[0].error
+    assert out[0].image.size == (32, 24)
+    assert out[0].params["guidance_scale"] == 1.0
+    assert backend.pipeline.processor.image_processor.size.longest_edge == 28 * 28 * 4

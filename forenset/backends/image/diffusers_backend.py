@@ -159,7 +159,9 @@ def _load(config: DiffusersConfig) -> Any:
     if config.tiny:
         from forenset.backends.image.tiny import build_tiny_pipeline
 
-        pipe = build_tiny_pipeline(config.pipeline, seed=config.tiny_seed).to(dtype=dtype)
+        pipe = build_tiny_pipeline(config.pipeline, seed=config.tiny_seed)  # float32
+        if dtype != torch.float32:
+            pipe = pipe.to(dtype=dtype)
     else:
         cls = getattr(diffusers, config.pipeline)
         kwargs: dict[str, Any] = {"torch_dtype": dtype, **config.load_kwargs}

@@ -260,6 +260,124 @@ def _build_flux(pipeline_name: str) -> Any:
     )
 
 
+_QWEN_SPECIALS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
+
+
+def tiny_qwen_tokenizer() -> Any:
+    """A character-level Qwen2 byte-level BPE tokenizer with the chat/vision special tokens."""
+    from transformers import Qwen2Tokenizer
+
+    vocab: dict[str, int] = {}
+    for ch in _bytes_to_unicode().values():
+        vocab.setdefault(ch, len(vocab))
+    for tok in _QWEN_SPECIALS:
+        vocab[tok] = len(vocab)
+    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=[], model_max_length=4096)
+    tokenizer.add_special_tokens({"additional_special_tokens": _QWEN_SPECIALS[1:]})
+    return tokenizer
+
+
+def _qwen_processor(tokenizer: Any) -> Any:
+    """A Qwen2-VL processor without a video processor.
+
+    transformers checks every processor part's class, and the video processor's base class is
+    unavailable without torchvision (absent from CPU installs); images never need it.
+    """
+    from transformers import Qwen2VLProcessor
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+        Qwen2VLImageProcessorPil,
+    )
+
+    class _ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
+        def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
+            if argument is None and argument_name == "video_processor":
+                return None
+            return super().check_argument_for_proper_class(argument_name, argument)
+
+    # Few vision tokens: the pipeline hands the VL encoder a ~1 MP image; this caps what it sees.
+    pixels = 28 * 28 * 4
+    image_processor = Qwen2VLImageProcessorPil(min_pixels=pixels, max_pixels=pixels)
+    return _ImageOnlyQwen2VLProcessor(
+        image_processor=image_processor, tokenizer=tokenizer, video_processor=None
+    )
+
+
+def _build_qwen_edit(pipeline_name: str) -> Any:
+    import diffusers
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    tokenizer = tiny_qwen_tokenizer()
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in _QWEN_SPECIALS}
+    text_config = {
+        "hidden_size": 16,
+        "intermediate_size": 16,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "rope_scaling": {"mrope_section": [1, 1, 2], "rope_type": "default", "type": "default"},
+        "rope_theta": 1_000_000.0,
+        "vocab_size": len(tokenizer),
+        "bos_token_id": ids["<|endoftext|>"],
+        "eos_token_id": ids["<|im_end|>"],
+    }
+    vision_config = {
+        "depth": 2,
+        "hidden_size": 16,
+        "intermediate_size": 16,
+        "num_heads": 2,
+        "out_hidden_size": 16,
+    }
+    config = Qwen2_5_VLConfig(
+        text_config=text_config,
+        vision_config=vision_config,
+        hidden_size=16,
+        vocab_size=len(tokenizer),
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+    )
+    z_dim = 4
+    vae = diffusers.AutoencoderKLQwenImage(
+        base_dim=8,
+        z_dim=z_dim,
+        dim_mult=[1, 2, 2, 2],  # three downsamples: the real 8x factor, so ~1 MP -> 64x64 tokens
+        num_res_blocks=1,
+        temperal_downsample=[False, True, True],
+        latents_mean=[0.0] * z_dim,
+        latents_std=[1.0] * z_dim,
+    )
+    transformer = diffusers.QwenImageTransformer2DModel(
+        patch_size=2,
+        in_channels=4 * z_dim,
+        out_channels=z_dim,
+        num_layers=1,
+        attention_head_dim=16,
+        num_attention_heads=2,
+        joint_attention_dim=16,
+        guidance_embeds=False,
+        axes_dims_rope=(8, 4, 4),
+    )
+    return diffusers.QwenImageEditPipeline(
+        scheduler=diffusers.FlowMatchEulerDiscreteScheduler(),
+        vae=vae,
+        text_encoder=Qwen2_5_VLForConditionalGeneration(config).eval(),
+        tokenizer=tokenizer,
+        processor=_qwen_processor(tokenizer),
+        transformer=transformer,
+    )
+
+
 _BUILDERS: dict[str, Callable[[str], Any]] = {
     "StableDiffusionPipeline": _build_sd,
     "StableDiffusionInstructPix2PixPipeline": _build_sd,
@@ -267,6 +385,7 @@ _BUILDERS: dict[str, Callable[[str], Any]] = {
     "StableDiffusion3Pipeline": _build_sd3,
     "FluxPipeline": _build_flux,
     "FluxKontextPipeline": _build_flux,
+    "QwenImageEditPipeline": _build_qwen_edit,
 }
 
 
