@@ -142,8 +142,11 @@ def test_oom_halves_the_batch_and_retries():
     assert np.abs(pixels(plain.image) - pixels(out[0].image)).max() <= 1
     # the next shard at this size starts at the batch that fit
     rec.calls.clear()
-    backend.generate(reqs[:2])
+    DiffusersBackend(cfg, pipeline=rec).generate(reqs[:2])  # a new shard, same process
     assert [c["batch"] for c in rec.calls] == [1, 1]
+    rec.calls.clear()
+    backend.generate([GenerateRequest("other size", seed=0, size=(48, 32))] * 2)
+    assert [c["batch"] for c in rec.calls] == [2, 1, 1]  # other sizes learn on their own
 
 
 def test_oom_at_batch_one_gives_retryable_error_rows():
@@ -222,3 +225,9 @@ def test_qwen_image_edit_tiny():
     assert out[0].image.size == (32, 24)
     assert out[0].params["guidance_scale"] == 1.0
     assert backend.pipeline.processor.image_processor.size.longest_edge == 28 * 28 * 4
+
+
+def test_scheduler_can_be_swapped_by_name():
+    backend = tiny_backend("StableDiffusionPipeline", scheduler="EulerDiscreteScheduler")
+    out = backend.generate([GenerateRequest("x", seed=0, size=(32, 32))])
+    assert out[0].status == "ok" and out[0].params["scheduler"] == "EulerDiscreteScheduler"

@@ -73,3 +73,8 @@ def test_registry_names_the_required_classes():
 
         assert hasattr(diffusers, name)
         assert name in PIPELINES
+
+
+def test_unknown_scheduler_is_rejected():
+    with pytest.raises(ValidationError, match="unknown diffusers scheduler"):
+        DiffusersConfig(pipeline="FluxPipeline", model="m", scheduler="NoScheduler")

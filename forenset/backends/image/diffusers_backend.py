@@ -45,6 +45,7 @@ class DiffusersConfig(BaseModel):
     model: str = ""  # hub id or local path (unused when tiny)
     revision: str | None = None
     variant: str | None = None  # e.g. "fp16" weight files
+    scheduler: str | None = None  # diffusers scheduler class to swap in, from the model's config
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"  # auto: bf16 CUDA, f32 CPU
     device: str = "auto"  # auto: "cuda" if available else "cpu"; or "cuda:1", "cpu"
     steps: int | None = Field(default=None, ge=1)  # None: the pipeline's default in registry
@@ -66,6 +67,11 @@ class DiffusersConfig(BaseModel):
         pipeline_spec(self.pipeline)  # raises ValueError for unknown classes
         if not self.tiny and not self.model:
             raise ValueError("model is required unless tiny=true")
+        if self.scheduler is not None:
+            import diffusers
+
+            if not self.scheduler.endswith("Scheduler") or not hasattr(diffusers, self.scheduler):
+                raise ValueError(f"unknown diffusers scheduler {self.scheduler!r}")
         if self.size is not None and min(self.size) < 8:
             raise ValueError(f"size must be at least 8x8, got {self.size}")
         return self
@@ -89,7 +95,8 @@ class DiffusersConfig(BaseModel):
 
     def load_key(self) -> str:
         """What decides which pipeline object is loaded: the process cache key."""
-        keys = ["pipeline", "model", "revision", "variant", "cpu_offload", "compile", "tiny"]
+        keys = ["pipeline", "model", "revision", "variant", "scheduler", "cpu_offload", "compile"]
+        keys.append("tiny")
         d: dict[str, Any] = {k: getattr(self, k) for k in keys}
         d.update(
             device=self.resolved_device(),
@@ -124,6 +131,17 @@ def _or(value: Any, default: Any) -> Any:
 
 _CACHE: dict[str, Any] = {}
 _CACHE_LOCK = threading.Lock()
+# Pipelines keep per-call state (scheduler timesteps, guidance), so calls on one object are
+# serialised even if a thread runner shares it.
+_CALL_LOCKS: dict[int, threading.Lock] = {}
+# Largest batch that did not run out of memory, per (pipeline, size): later shards in this
+# process start there instead of paying for the same OOM again.
+_SAFE_BATCH: dict[tuple[str, tuple[int, int]], int] = {}
+
+
+def _call_lock(pipe: Any) -> threading.Lock:
+    with _CACHE_LOCK:
+        return _CALL_LOCKS.setdefault(id(pipe), threading.Lock())
 
 
 def load_pipeline(config: DiffusersConfig) -> Any:
@@ -144,6 +162,8 @@ def clear_pipeline_cache() -> None:
     """Drop every cached pipeline (frees GPU memory once nothing else references them)."""
     with _CACHE_LOCK:
         _CACHE.clear()
+        _CALL_LOCKS.clear()
+        _SAFE_BATCH.clear()
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -170,6 +190,8 @@ def _load(config: DiffusersConfig) -> Any:
         if config.variant:
             kwargs["variant"] = config.variant
         pipe = cls.from_pretrained(config.model, **kwargs)
+    if config.scheduler:
+        pipe.scheduler = getattr(diffusers, config.scheduler).from_config(pipe.scheduler.config)
     if config.cpu_offload:
         pipe.enable_model_cpu_offload(device=device)
     else:
@@ -240,8 +262,7 @@ class DiffusersBackend:
         self.spec = self.config.spec
         self._pipeline = pipeline
         self._resolved = self.config.resolved()
-        # Largest batch that did not run out of memory, per size; later shards start there.
-        self._safe_batch: dict[tuple[int, int], int] = {}
+        self._oom_key = self.config.load_key() if pipeline is None else f"injected:{id(pipeline)}"
 
     # -- public API
 
@@ -319,7 +340,8 @@ class DiffusersBackend:
     ) -> list[tuple[_Item, ImageResult]]:
         """Run one size bucket in batches, halving the batch on CUDA OOM down to 1."""
         out: list[tuple[_Item, ImageResult]] = []
-        bs = min(self.config.batch_size, self._safe_batch.get(size, self.config.batch_size))
+        safe_key = (self._oom_key, size)
+        bs = min(self.config.batch_size, _SAFE_BATCH.get(safe_key, self.config.batch_size))
         halvings = 0
         pos = 0
         while pos < len(bucket):
@@ -332,10 +354,10 @@ class DiffusersBackend:
                 oom, desc, retry = _is_oom(exc), _describe(exc), _retryable(exc)
             if oom:
                 _free_cuda()
-                if bs > 1:
-                    bs = max(1, bs // 2)
+                if len(chunk) > 1:
+                    bs = len(chunk) // 2  # halve what was tried (a bucket's tail may be short)
                     halvings += 1
-                    self._safe_batch[size] = bs
+                    _SAFE_BATCH[safe_key] = bs
                     continue  # retry the same items with a smaller batch
                 msg = f"CUDA out of memory at batch size 1 ({size[0]}x{size[1]}): {desc}"
                 out.append((chunk[0], self._error(msg, retryable=True)))
@@ -385,7 +407,7 @@ class DiffusersBackend:
         kwargs.update(self.config.call_kwargs)
 
         start = time.perf_counter()
-        with torch.inference_mode():
+        with _call_lock(self.pipeline), torch.inference_mode():
             images = self.pipeline(**kwargs).images
         elapsed = time.perf_counter() - start
         if len(images) != len(chunk):
