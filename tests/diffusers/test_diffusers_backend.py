@@ -231,3 +231,24 @@ def test_scheduler_can_be_swapped_by_name():
     backend = tiny_backend("StableDiffusionPipeline", scheduler="EulerDiscreteScheduler")
     out = backend.generate([GenerateRequest("x", seed=0, size=(32, 32))])
     assert out[0].status == "ok" and out[0].params["scheduler"] == "EulerDiscreteScheduler"
+
+
+def test_large_photos_are_downscaled_for_the_pipeline_and_restored():
+    cfg = tiny_config("StableDiffusionInstructPix2PixPipeline", edit_max_side=48)
+    rec = RecordingPipeline(load_pipeline(cfg))
+    out = DiffusersBackend(cfg, pipeline=rec).edit(
+        [EditRequest(photo(100, 60), {"text": "blur the background"}, seed=1)]
+    )
+    assert out[0].status == "ok", out[0].error
+    assert rec.calls[0]["size"] == (48, 24)  # longer side 48, 60*0.48=29 -> multiple of 8
+    assert out[0].image.size == (100, 60) and out[0].params["resized_to_source"] is True
+
+
+def test_bfloat16_path_runs():
+    """The dtype used on CUDA, exercised on CPU (bf16 matmuls are supported there)."""
+    out = tiny_backend("FluxPipeline", dtype="bfloat16").generate(
+        [GenerateRequest("x", seed=0, size=(32, 32))]
+    )
+    assert out[0].status == "ok", out[0].error
+    assert out[0].params["dtype"] == "bfloat16"
+    assert np.asarray(out[0].image).std() > 0
