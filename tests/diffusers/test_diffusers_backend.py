@@ -252,3 +252,10 @@ def test_bfloat16_path_runs():
     assert out[0].status == "ok", out[0].error
     assert out[0].params["dtype"] == "bfloat16"
     assert np.asarray(out[0].image).std() > 0
+
+
+def test_cpu_offload_without_cuda_is_an_error_row():
+    out = tiny_backend("FluxPipeline", device="cpu", cpu_offload=True).generate(
+        [GenerateRequest("x", seed=0, size=(32, 32))]
+    )
+    assert out[0].status == "error" and "cpu_offload needs a CUDA device" in out[0].error
