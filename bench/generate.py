@@ -266,7 +266,8 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=16, help="CPU: images per measurement")
     ap.add_argument("--size", type=int, default=64, help="CPU: image side")
     ap.add_argument("--batch", type=int, default=8, help="CPU: batched batch size")
-    ap.add_argument("--rounds", type=int, default=2, help="CPU: alternating rounds (best kept)")
+    ap.add_argument("--rounds", type=int, default=5, help="CPU: alternating rounds (best kept)")
+    ap.add_argument("--threads", type=int, default=1, help="CPU: torch threads (one per worker)")
     args = ap.parse_args()
     torch.set_grad_enabled(False)
     if args.gpu:
@@ -275,6 +276,7 @@ def main() -> None:
         batches = [int(b) for b in args.batches.split(",")]
         gpu_bench(args.device, args.steps or 4, batches, args.smoke)
     else:
+        torch.set_num_threads(args.threads)
         cpu_bench(args.images, args.size, args.steps or 4, args.batch, args.rounds)
 
 
