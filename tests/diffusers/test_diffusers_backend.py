@@ -259,3 +259,28 @@ def test_cpu_offload_without_cuda_is_an_error_row():
         [GenerateRequest("x", seed=0, size=(32, 32))]
     )
     assert out[0].status == "error" and "cpu_offload needs a CUDA device" in out[0].error
+
+
+def test_malformed_requests_are_their_own_error_rows(tmp_path):
+    t2i = tiny_backend("FluxPipeline")
+    out = t2i.generate(
+        [GenerateRequest("ok", seed=0, size=(32, 32)), GenerateRequest("tiny", seed=0, size=(4, 4))]
+    )
+    assert [r.status for r in out] == ["ok", "error"]
+    assert out[1].error.startswith("bad request") and out[1].retryable is False
+    # a truncated PNG opens lazily and fails when decoded
+    path = tmp_path / "broken.png"
+    photo(32, 32).save(path)
+    path.write_bytes(path.read_bytes()[:60])  # header only, no pixel data
+    from PIL import Image
+
+    broken = Image.open(path)
+    ed = tiny_backend("StableDiffusionInstructPix2PixPipeline")
+    out = ed.edit(
+        [
+            EditRequest(broken, {"text": "x"}, seed=0),
+            EditRequest(photo(32, 32), {"text": "x"}, seed=0),
+        ]
+    )
+    assert [r.status for r in out] == ["error", "ok"]
+    assert out[0].error.startswith("bad source image")

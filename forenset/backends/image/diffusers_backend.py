@@ -272,11 +272,17 @@ class DiffusersBackend:
             return self._all_errors(
                 len(requests), f"{self.config.pipeline} is an edit pipeline; call edit()"
             )
-        items = []
+        items, prefilled = [], {}
         for i, r in enumerate(requests):
-            size = self.config.size or tuple(r.size)
-            items.append(_Item(i, r.prompt, r.seed, _round_size(size, self.spec.multiple_of)))
-        return self._run(items, len(requests), prefilled={})
+            try:
+                w, h = self.config.size or r.size
+                if not isinstance(r.prompt, str) or int(w) < 8 or int(h) < 8:
+                    raise ValueError(f"need a text prompt and a size of at least 8x8, got {r.size}")
+                size = _round_size((int(w), int(h)), self.spec.multiple_of)
+                items.append(_Item(i, r.prompt, int(r.seed), size))
+            except Exception as exc:  # a malformed request is its own error row
+                prefilled[i] = self._error(f"bad request: {_describe(exc)}", retryable=False)
+        return self._run(items, len(requests), prefilled)
 
     def edit(self, requests: list[EditRequest]) -> list[ImageResult]:
         """Instruction editing; each output is resized back to its source photo's size."""
@@ -290,10 +296,13 @@ class DiffusersBackend:
                 reason = "edit request needs a PIL image" if text else "instruction has no text"
                 prefilled[i] = self._error(reason, retryable=False)
                 continue
-            src = r.image.convert("RGB")
-            size = _edit_size(src.size, self.config.edit_max_side, self.spec.multiple_of)
-            image = src if src.size == size else src.resize(size, Image.Resampling.LANCZOS)
-            items.append(_Item(i, text, r.seed, size, image=image, source_size=src.size))
+            try:
+                src = r.image.convert("RGB")  # decodes lazily-loaded files: may fail here
+                size = _edit_size(src.size, self.config.edit_max_side, self.spec.multiple_of)
+                image = src if src.size == size else src.resize(size, Image.Resampling.LANCZOS)
+                items.append(_Item(i, str(text), int(r.seed), size, image, src.size))
+            except Exception as exc:
+                prefilled[i] = self._error(f"bad source image: {_describe(exc)}", retryable=False)
         return self._run(items, len(requests), prefilled)
 
     def config_fingerprint(self) -> dict[str, Any]:
@@ -323,7 +332,7 @@ class DiffusersBackend:
                 self.pipeline  # noqa: B018 - load (or fetch from cache) before batching
             except Exception as exc:  # a load failure is every row's error, not a crash
                 retry = _is_oom(exc) or isinstance(exc, OSError | ConnectionError | TimeoutError)
-                msg = f"pipeline load failed: {type(exc).__name__}: {exc}"
+                msg = f"pipeline load failed: {_describe(exc)}"
                 for it in items:
                     results[it.index] = self._error(msg, retryable=retry)
                 items = []
