@@ -13,9 +13,7 @@ class EditRequest:
     """One edit: the source photo plus the structured instruction that drives it."""
 
     image: Image.Image
-    instruction: dict[
-        str, Any
-    ]  # keys: text, family, kind, target, location_hint, bbox (x0,y0,x1,y1 in [0,1])
+    instruction: dict[str, Any]  # keys: text, family, kind, target, location_hint, bbox (x0,y0,x1,y1 in [0,1])
     seed: int
     mask: Image.Image | None = None
     item_id: str = ""
@@ -41,9 +39,7 @@ class ImageResult:
     model: str = ""
     revision: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
-    truth: dict[str, Any] = field(
-        default_factory=dict
-    )  # ground truth a backend knows (offline/faulty)
+    truth: dict[str, Any] = field(default_factory=dict)  # ground truth a backend knows (offline/faulty)
 
 
 class ImageBackend(Protocol):
