@@ -1,0 +1,485 @@
+"""diffusers backend: text-to-image and instruction editing on local GPUs (or CPU).
+
+Why it is shaped like this:
+- One pipeline load per worker process: loading a multi-GB checkpoint costs far more than a
+  shard, so pipelines live in a process-level cache keyed by the resolved load config and are
+  reused by every shard the worker runs.
+- Batching by resolution bucket: a diffusers call needs one height/width, so requests are
+  grouped by their (rounded) size and each group is cut into batches of ``batch_size``.
+- One seeded ``torch.Generator`` (on CPU) per image: diffusers draws each item's initial noise
+  from its own generator, so an item's pixels depend on its seed, not on its batch
+  neighbours, and the noise is the same on CPU and GPU.
+- CUDA out-of-memory halves the batch and retries down to 1; what still fails becomes an
+  error row. Nothing raises out of ``generate`` / ``edit``: errors are ``ImageResult`` values.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
+from forenset.backends.image.registry import PipelineSpec, pipeline_spec
+
+_DTYPES: dict[str, torch.dtype] = {
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float32": torch.float32,
+}
+
+
+class DiffusersConfig(BaseModel):
+    """Config of one diffusers generator; real checkpoints are only named here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pipeline: str  # diffusers class name, e.g. "FluxPipeline", "FluxKontextPipeline"
+    model: str = ""  # hub id or local path (unused when tiny)
+    revision: str | None = None
+    variant: str | None = None  # e.g. "fp16" weight files
+    scheduler: str | None = None  # diffusers scheduler class to swap in, from the model's config
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"  # auto: bf16 CUDA, f32 CPU
+    device: str = "auto"  # auto: "cuda" if available else "cpu"; or "cuda:1", "cpu"
+    steps: int | None = Field(default=None, ge=1)  # None: the pipeline's default in registry
+    guidance_scale: float | None = None
+    image_guidance_scale: float | None = None  # InstructPix2Pix only
+    negative_prompt: str | None = None
+    size: tuple[int, int] | None = None  # (width, height) forced for every generate request
+    edit_max_side: int | None = Field(default=1024, ge=8)  # edits: downscale longer side to this
+    batch_size: int = Field(default=4, ge=1)
+    cpu_offload: bool = False  # enable_model_cpu_offload (CUDA only)
+    compile: bool = False  # torch.compile the denoiser (slow first call; never in tests)
+    tiny: bool = False  # build a tiny random-weight pipeline instead of loading ``model``
+    tiny_seed: int = 0
+    load_kwargs: dict[str, Any] = Field(default_factory=dict)  # extra from_pretrained arguments
+    call_kwargs: dict[str, Any] = Field(default_factory=dict)  # extra pipeline __call__ arguments
+
+    @model_validator(mode="after")
+    def _check(self) -> DiffusersConfig:
+        pipeline_spec(self.pipeline)  # raises ValueError for unknown classes
+        if not self.tiny and not self.model:
+            raise ValueError("model is required unless tiny=true")
+        if self.scheduler is not None:
+            import diffusers
+
+            if not self.scheduler.endswith("Scheduler") or not hasattr(diffusers, self.scheduler):
+                raise ValueError(f"unknown diffusers scheduler {self.scheduler!r}")
+        if self.size is not None and min(self.size) < 8:
+            raise ValueError(f"size must be at least 8x8, got {self.size}")
+        return self
+
+    @property
+    def spec(self) -> PipelineSpec:
+        return pipeline_spec(self.pipeline)
+
+    def resolved_device(self) -> str:
+        if self.device == "auto":
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        return self.device
+
+    def resolved_dtype(self) -> str:
+        if self.dtype != "auto":
+            return self.dtype
+        return "float32" if self.resolved_device() == "cpu" else "bfloat16"
+
+    def model_id(self) -> str:
+        return self.model if not self.tiny else f"tiny-random/{self.pipeline}"
+
+    def load_key(self) -> str:
+        """What decides which pipeline object is loaded: the process cache key."""
+        keys = ["pipeline", "model", "revision", "variant", "scheduler", "cpu_offload", "compile"]
+        keys.append("tiny")
+        d: dict[str, Any] = {k: getattr(self, k) for k in keys}
+        d.update(
+            device=self.resolved_device(),
+            dtype=self.resolved_dtype(),
+            tiny_seed=self.tiny_seed if self.tiny else None,
+            load_kwargs=self.load_kwargs,
+        )
+        return json.dumps(d, sort_keys=True, default=str)
+
+    def resolved(self) -> dict[str, Any]:
+        """The full config with defaults filled in: feed this to shard fingerprints."""
+        spec = self.spec
+        d = self.model_dump()
+        d.update(
+            device=self.resolved_device(),
+            dtype=self.resolved_dtype(),
+            steps=self.steps or spec.default_steps,
+            guidance_scale=float(_or(self.guidance_scale, spec.default_guidance)),
+            image_guidance_scale=(
+                _or(self.image_guidance_scale, 1.5) if spec.image_guidance else None
+            ),
+            negative_prompt=_or(self.negative_prompt, spec.default_negative_prompt),
+        )
+        return d
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+# ---------------------------------------------------------------- process-level pipeline cache
+
+_CACHE: dict[str, Any] = {}
+_CACHE_LOCK = threading.Lock()
+# Pipelines keep per-call state (scheduler timesteps, guidance), so calls on one object are
+# serialised even if a thread runner shares it.
+_CALL_LOCKS: dict[int, threading.Lock] = {}
+# Largest batch that did not run out of memory, per (pipeline, size): later shards in this
+# process start there instead of paying for the same OOM again.
+_SAFE_BATCH: dict[tuple[str, tuple[int, int]], int] = {}
+
+
+def _call_lock(pipe: Any) -> threading.Lock:
+    with _CACHE_LOCK:
+        return _CALL_LOCKS.setdefault(id(pipe), threading.Lock())
+
+
+def load_pipeline(config: DiffusersConfig) -> Any:
+    """Return the pipeline for ``config``, loading it once per process (cached by load_key)."""
+    key = config.load_key()
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = _load(config)
+        return _CACHE[key]
+
+
+def cached_pipeline_count() -> int:
+    """How many pipelines this process holds (for tests and logs)."""
+    return len(_CACHE)
+
+
+def clear_pipeline_cache() -> None:
+    """Drop every cached pipeline (frees GPU memory once nothing else references them)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+        _CALL_LOCKS.clear()
+        _SAFE_BATCH.clear()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _load(config: DiffusersConfig) -> Any:
+    import diffusers
+
+    device = config.resolved_device()
+    dtype = _DTYPES[config.resolved_dtype()]
+    if config.cpu_offload and not device.startswith("cuda"):
+        raise ValueError("cpu_offload needs a CUDA device")
+    if config.tiny:
+        from forenset.backends.image.tiny import build_tiny_pipeline
+
+        pipe = build_tiny_pipeline(config.pipeline, seed=config.tiny_seed)  # float32
+        if dtype != torch.float32:
+            pipe = pipe.to(dtype=dtype)
+    else:
+        cls = getattr(diffusers, config.pipeline)
+        kwargs: dict[str, Any] = {"torch_dtype": dtype, **config.load_kwargs}
+        if config.revision:
+            kwargs["revision"] = config.revision
+        if config.variant:
+            kwargs["variant"] = config.variant
+        pipe = cls.from_pretrained(config.model, **kwargs)
+    if config.scheduler:
+        pipe.scheduler = getattr(diffusers, config.scheduler).from_config(pipe.scheduler.config)
+    if config.cpu_offload:
+        pipe.enable_model_cpu_offload(device=device)
+    else:
+        pipe.to(device)
+    if config.compile:
+        denoiser = "transformer" if getattr(pipe, "transformer", None) is not None else "unet"
+        setattr(pipe, denoiser, torch.compile(getattr(pipe, denoiser)))
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+# ------------------------------------------------------------------------------ the backend
+
+
+@dataclass
+class _Item:
+    """One request, normalised: where its result goes and what the pipeline gets."""
+
+    index: int
+    prompt: str
+    seed: int
+    size: tuple[int, int]  # (width, height) the pipeline runs at
+    image: Image.Image | None = None  # edit source, already resized to ``size``
+    source_size: tuple[int, int] | None = None  # edit source's original size
+
+
+def _round_size(size: tuple[int, int], multiple: int) -> tuple[int, int]:
+    w, h = size
+    return (max(multiple, w // multiple * multiple), max(multiple, h // multiple * multiple))
+
+
+def _edit_size(src: tuple[int, int], max_side: int | None, multiple: int) -> tuple[int, int]:
+    w, h = src
+    if max_side is not None and max(w, h) > max_side:
+        scale = max_side / max(w, h)
+        w, h = round(w * scale), round(h * scale)
+    return _round_size((w, h), multiple)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, torch.cuda.OutOfMemoryError)
+
+
+def _error(message: str, retryable: bool, model: str, revision: str | None) -> ImageResult:
+    return ImageResult(
+        image=None,
+        status="error",
+        error=message,
+        retryable=retryable,
+        model=model,
+        revision=revision,
+    )
+
+
+class DiffusersBackend:
+    """ImageBackend over one diffusers pipeline, chosen by class name in ``DiffusersConfig``.
+
+    ``pipeline`` injects a ready pipeline object (tests wrap a tiny one); otherwise it is
+    loaded lazily on first use through the process-level cache.
+    """
+
+    name = "diffusers"
+
+    def __init__(self, config: DiffusersConfig | dict[str, Any], pipeline: Any | None = None):
+        if not isinstance(config, DiffusersConfig):
+            config = DiffusersConfig.model_validate(config)
+        self.config = config
+        self.spec = self.config.spec
+        self._pipeline = pipeline
+        self._resolved = self.config.resolved()
+        self._oom_key = self.config.load_key() if pipeline is None else f"injected:{id(pipeline)}"
+
+    # -- public API
+
+    def generate(self, requests: list[GenerateRequest]) -> list[ImageResult]:
+        """Text-to-image, one result per request in request order."""
+        if self.spec.task != "t2i":
+            return self._all_errors(
+                len(requests), f"{self.config.pipeline} is an edit pipeline; call edit()"
+            )
+        items, prefilled = [], {}
+        for i, r in enumerate(requests):
+            try:
+                w, h = self.config.size or r.size
+                if not isinstance(r.prompt, str) or int(w) < 8 or int(h) < 8:
+                    raise ValueError(f"need a text prompt and a size of at least 8x8, got {r.size}")
+                size = _round_size((int(w), int(h)), self.spec.multiple_of)
+                items.append(_Item(i, r.prompt, int(r.seed), size))
+            except Exception as exc:  # a malformed request is its own error row
+                prefilled[i] = self._error(f"bad request: {_describe(exc)}", retryable=False)
+        return self._run(items, len(requests), prefilled)
+
+    def edit(self, requests: list[EditRequest]) -> list[ImageResult]:
+        """Instruction editing; each output is resized back to its source photo's size."""
+        if self.spec.task != "edit":
+            msg = f"{self.config.pipeline} is a text-to-image pipeline; call generate()"
+            return self._all_errors(len(requests), msg)
+        items, prefilled = [], {}
+        for i, r in enumerate(requests):
+            text = (r.instruction or {}).get("text")
+            if not isinstance(r.image, Image.Image) or not text:
+                reason = "edit request needs a PIL image" if text else "instruction has no text"
+                prefilled[i] = self._error(reason, retryable=False)
+                continue
+            try:
+                src = r.image.convert("RGB")  # decodes lazily-loaded files: may fail here
+                size = _edit_size(src.size, self.config.edit_max_side, self.spec.multiple_of)
+                image = src if src.size == size else src.resize(size, Image.Resampling.LANCZOS)
+                items.append(_Item(i, str(text), int(r.seed), size, image, src.size))
+            except Exception as exc:
+                prefilled[i] = self._error(f"bad source image: {_describe(exc)}", retryable=False)
+        return self._run(items, len(requests), prefilled)
+
+    def config_fingerprint(self) -> dict[str, Any]:
+        """The resolved config (defaults filled in) that decides this backend's outputs."""
+        return dict(self._resolved)
+
+    # -- internals
+
+    @property
+    def pipeline(self) -> Any:
+        if self._pipeline is None:
+            self._pipeline = load_pipeline(self.config)
+        return self._pipeline
+
+    def _error(self, message: str, retryable: bool) -> ImageResult:
+        return _error(message, retryable, self.config.model_id(), self.config.revision)
+
+    def _all_errors(self, n: int, message: str, retryable: bool = False) -> list[ImageResult]:
+        return [self._error(message, retryable) for _ in range(n)]
+
+    def _run(
+        self, items: list[_Item], n: int, prefilled: dict[int, ImageResult]
+    ) -> list[ImageResult]:
+        results: dict[int, ImageResult] = dict(prefilled)
+        if items:
+            try:
+                self.pipeline  # noqa: B018 - load (or fetch from cache) before batching
+            except Exception as exc:  # a load failure is every row's error, not a crash
+                retry = _is_oom(exc) or isinstance(exc, OSError | ConnectionError | TimeoutError)
+                msg = f"pipeline load failed: {_describe(exc)}"
+                for it in items:
+                    results[it.index] = self._error(msg, retryable=retry)
+                items = []
+        buckets: dict[tuple[int, int], list[_Item]] = {}
+        for it in items:
+            buckets.setdefault(it.size, []).append(it)
+        for size, bucket in buckets.items():
+            for it, res in self._run_bucket(size, bucket):
+                results[it.index] = res
+        return [results[i] for i in range(n)]
+
+    def _run_bucket(
+        self, size: tuple[int, int], bucket: list[_Item]
+    ) -> list[tuple[_Item, ImageResult]]:
+        """Run one size bucket in batches, halving the batch on CUDA OOM down to 1."""
+        out: list[tuple[_Item, ImageResult]] = []
+        safe_key = (self._oom_key, size)
+        bs = min(self.config.batch_size, _SAFE_BATCH.get(safe_key, self.config.batch_size))
+        halvings = 0
+        pos = 0
+        while pos < len(bucket):
+            chunk = bucket[pos : pos + bs]
+            try:
+                out.extend(self._call(chunk, halvings))
+                pos += len(chunk)
+                continue
+            except Exception as exc:  # noted here, handled below once the traceback is freed
+                oom, desc, retry = _is_oom(exc), _describe(exc), _retryable(exc)
+            if oom:
+                _free_cuda()
+                if len(chunk) > 1:
+                    bs = len(chunk) // 2  # halve what was tried (a bucket's tail may be short)
+                    halvings += 1
+                    _SAFE_BATCH[safe_key] = bs
+                    continue  # retry the same items with a smaller batch
+                msg = f"CUDA out of memory at batch size 1 ({size[0]}x{size[1]}): {desc}"
+                out.append((chunk[0], self._error(msg, retryable=True)))
+            elif len(chunk) > 1:
+                out.extend(self._one_by_one(chunk, halvings))  # isolate the failing item
+            else:
+                out.append((chunk[0], self._error(desc, retry)))
+            pos += len(chunk)
+        return out
+
+    def _one_by_one(self, chunk: list[_Item], halvings: int) -> list[tuple[_Item, ImageResult]]:
+        out = []
+        for it in chunk:
+            try:
+                out.extend(self._call([it], halvings))
+                continue
+            except Exception as exc:
+                oom, desc, retry = _is_oom(exc), _describe(exc), _retryable(exc)
+            if oom:
+                _free_cuda()
+            out.append((it, self._error(desc, retry or oom)))
+        return out
+
+    def _call(self, chunk: list[_Item], halvings: int) -> list[tuple[_Item, ImageResult]]:
+        """One pipeline call for a batch of same-size items."""
+        r = self._resolved
+        spec = self.spec
+        width, height = chunk[0].size
+        kwargs: dict[str, Any] = {
+            "prompt": [it.prompt for it in chunk],
+            "num_inference_steps": r["steps"],
+            "generator": [torch.Generator("cpu").manual_seed(it.seed % 2**64) for it in chunk],
+            "output_type": "pil",
+            spec.guidance_kw: r["guidance_scale"],
+        }
+        if spec.image_guidance:
+            kwargs["image_guidance_scale"] = r["image_guidance_scale"]
+        if r["negative_prompt"] is not None:
+            kwargs["negative_prompt"] = [r["negative_prompt"]] * len(chunk)
+        if spec.pass_size:
+            kwargs["height"], kwargs["width"] = height, width
+        if spec.task == "edit":
+            kwargs["image"] = [it.image for it in chunk]
+        if spec.name == "FluxKontextPipeline":
+            kwargs["max_area"] = width * height  # else Kontext rescales the output to ~1 MP
+        kwargs.update(spec.extra_call)
+        kwargs.update(self.config.call_kwargs)
+
+        start = time.perf_counter()
+        with _call_lock(self.pipeline), torch.inference_mode():
+            images = self.pipeline(**kwargs).images
+        elapsed = time.perf_counter() - start
+        if len(images) != len(chunk):
+            raise RuntimeError(f"pipeline returned {len(images)} images for {len(chunk)} prompts")
+
+        results = []
+        for it, img in zip(chunk, images, strict=True):
+            params = self._params(it, img, len(chunk), elapsed, halvings)
+            if it.source_size is not None and img.size != it.source_size:
+                img = img.resize(it.source_size, Image.Resampling.LANCZOS)
+                params["resized_to_source"] = True
+            res = ImageResult(
+                image=img.convert("RGB"),
+                latency_s=elapsed / len(chunk),
+                model=self.config.model_id(),
+                revision=self.config.revision,
+                params=params,
+            )
+            results.append((it, res))
+        return results
+
+    def _params(
+        self, it: _Item, img: Image.Image, batch: int, elapsed: float, halvings: int
+    ) -> dict[str, Any]:
+        r = self._resolved
+        p: dict[str, Any] = {
+            "pipeline": self.config.pipeline,
+            "steps": r["steps"],
+            "guidance_scale": r["guidance_scale"],
+            "negative_prompt": r["negative_prompt"],
+            "width": img.width,
+            "height": img.height,
+            "dtype": r["dtype"],
+            "device": r["device"],
+            "seed": it.seed,
+            "scheduler": type(self.pipeline.scheduler).__name__,
+            "batch_size": batch,
+            "batch_latency_s": elapsed,
+            "oom_halvings": halvings,
+            "cpu_offload": self.config.cpu_offload,
+            "compile": self.config.compile,
+            "tiny": self.config.tiny,
+        }
+        if self.spec.image_guidance:
+            p["image_guidance_scale"] = r["image_guidance_scale"]
+        if it.source_size is not None:
+            p["instruction"] = it.prompt
+            p["source_size"] = list(it.source_size)
+        if self.config.call_kwargs:
+            p["call_kwargs"] = dict(self.config.call_kwargs)
+        return p
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+def _retryable(exc: BaseException) -> bool:
+    """Transient-looking failures are retried on resume; bad inputs/config are not."""
+    return isinstance(exc, OSError | ConnectionError | TimeoutError)
+
+
+def _free_cuda() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
