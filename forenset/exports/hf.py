@@ -8,7 +8,6 @@ written into the schema metadata under ``huggingface`` (what `datasets` reads ba
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 from pathlib import Path
@@ -185,21 +184,40 @@ def export_hf(
         chunks = [part[i : i + rows_per_file] for i in range(0, len(part), rows_per_file)]
         names, nbytes = [], 0
         for i, chunk in enumerate(chunks):
-            table = pa.Table.from_pylist(
-                [_record(store, s, include_perturbed) for s in chunk], schema=schema
-            )
-            buf = io.BytesIO()
-            pq.write_table(table, buf, row_group_size=rows_per_group, compression="zstd")
             name = f"data/{split}-{i:05d}-of-{len(chunks):05d}.parquet"
-            write_atomic(out / name, buf.getvalue())
+            nbytes += _write_parquet(
+                out / name,
+                schema,
+                (
+                    [_record(store, s, include_perturbed) for s in chunk[j : j + rows_per_group]]
+                    for j in range(0, len(chunk), rows_per_group)
+                ),
+            )
             names.append(name)
-            nbytes += table.nbytes
         files[split] = names
         counts[split] = len(part)
         sizes[split] = nbytes
     card = dataset_card(samples, files, counts, sizes, include_perturbed, title)
     write_atomic(out / "README.md", card)
     return {"format": "hf", "path": str(out), "counts": counts, "files": files}
+
+
+def _write_parquet(path: Path, schema: pa.Schema, groups: Any) -> int:
+    """Stream row groups (one per batch of records) into a temporary file, then rename it, so
+    memory holds one row group of images at a time. Returns the in-memory size written."""
+    import os
+    import uuid
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    size = 0
+    with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
+        for records in groups:
+            t = pa.Table.from_pylist(records, schema=schema)
+            w.write_table(t, row_group_size=len(records))
+            size += t.nbytes
+    os.replace(tmp, path)
+    return size
 
 
 def hf_license(licenses: list[str]) -> dict[str, Any]:

@@ -65,6 +65,8 @@ def export_sft(store: RunStore, samples: list[dict[str, Any]], out: Path) -> dic
     counts: dict[str, dict[str, int]] = {}
     missing: Counter[str] = Counter()
     for track in TRACKS:
+        for old in (out / track).glob("*.jsonl") if (out / track).exists() else []:
+            old.unlink()  # a split that has no rows now must not keep an old file
         by_split: dict[str, list[dict[str, Any]]] = {}
         for s in samples:
             rec = sft_record(s, track, refs[s["blob"]])
