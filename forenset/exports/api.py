@@ -26,6 +26,31 @@ def build_seed(store: RunStore) -> int:
     return int(cfg.get("seed", 0) or 0)
 
 
+def drop_missing_images(
+    store: RunStore, samples: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Leave out samples whose image blob is gone (named in the summary, not a crash), and
+    perturbed variants whose blob is gone."""
+    seen: dict[str, bool] = {}
+
+    def ok(blob: str | None) -> bool:
+        if not blob:
+            return False
+        if blob not in seen:
+            seen[blob] = store.exists(blob)
+        return seen[blob]
+
+    kept, missing = [], []
+    for s in samples:
+        if not ok(s["blob"]):
+            missing.append(s["sample_id"])
+            continue
+        if any(not ok(p["blob"]) for p in s["perturbed"]):
+            s = {**s, "perturbed": [p for p in s["perturbed"] if ok(p["blob"])]}
+        kept.append(s)
+    return kept, missing
+
+
 def run_export(
     store: RunStore,
     fmt: str,
@@ -43,6 +68,7 @@ def run_export(
     seed = st.seed if st.seed is not None else build_seed(store)
     out = Path(out) if out else default_out(store, fmt)
     rows = samples if samples is not None else load_samples(store)
+    rows, missing = drop_missing_images(store, rows)
     rows = select(rows, parse_eval_subset(st.eval_subset), seed)
     if fmt == "sft" and st.balanced:
         rows = balanced(rows, seed)
@@ -62,6 +88,7 @@ def run_export(
     else:
         res = export_labelstudio(store, rows, out, image_url_prefix=st.image_url_prefix)
     res["samples"] = len(rows)
+    res["missing_images"] = missing
     res["settings"] = st.model_dump(mode="json")
     res["seed"] = seed
     write_atomic(out / "export.json", json.dumps(res, indent=1, sort_keys=True, default=str))

@@ -18,13 +18,11 @@ from forenset.exports.data import SPLITS, load_samples, rank, write_atomic
 from forenset.report.text_metrics import distinct_n, mention_rate, self_bleu
 from forenset.store.run_store import RunStore
 
+# The tables the sections query; counts also cover any other stage present (annotations...).
 STAGE_TABLES = [
     "sources",
-    "captions",
-    "instructions",
-    "candidates",
-    "diffs",
     "judgments",
+    "diffs",
     "splits",
     "perturbations",
     "explanations",
@@ -110,8 +108,12 @@ def _q(con: Any, sql: str) -> list[tuple]:
 
 
 def counts_section(store: RunStore, con: Any) -> str:
+    from forenset.flows.build import STAGES
+
+    names = [st.name for st in STAGES]
+    names += [n for n in store.stages_present() if n not in names]
     rows = []
-    for name in STAGE_TABLES:
+    for name in names:
         shards = store.manifest(name)
         c = Counter()
         for s in shards:
@@ -279,10 +281,18 @@ def explanation_section(con: Any, seed: int) -> str:
     return out
 
 
-def _thumb(data: bytes, boxes: Sequence[Sequence[float]] = (), side: int = 256) -> str:
-    from PIL import Image, ImageDraw
+def _thumb(store: RunStore, blob: str | None, boxes: Sequence[Sequence[float]] = ()) -> str | None:
+    """A PNG data URI of the blob (at most 256 px, boxes drawn), or None when it cannot be read."""
+    from PIL import Image, ImageDraw, UnidentifiedImageError
 
-    with Image.open(io.BytesIO(data)) as im:
+    side = 256
+    try:
+        data = store.get_blob(blob) if blob else b""
+        im = Image.open(io.BytesIO(data))
+        im.load()
+    except (OSError, UnidentifiedImageError):
+        return None
+    with im:
         im = im.convert("RGB")
     scale = side / max(im.size)
     if scale < 1 or max(im.size) < 128:
@@ -307,24 +317,21 @@ def gallery_section(store: RunStore, samples: list[dict[str, Any]], n: int, seed
     for s in fakes[:n]:
         boxes = [d["bbox"] for d in s["differences_list"] if d.get("bbox") and len(d["bbox"]) == 4]
         cells = [
-            (_thumb(store.get_blob(s["source_blob"])), "real"),
+            (_thumb(store, s["source_blob"]), "real"),
             (
-                _thumb(store.get_blob(s["blob"]), boxes),
+                _thumb(store, s["blob"], boxes),
                 f"fake ({s['generator']}, {len(boxes)} boxes)",
             ),
         ]
         if s["perturbed"]:
             p = s["perturbed"][0]
-            cells.append(
-                (_thumb(store.get_blob(p["blob"])), "perturbed: " + ", ".join(p["op_names"] or []))
-            )
+            cells.append((_thumb(store, p["blob"]), "perturbed: " + ", ".join(p["op_names"] or [])))
         instr = (s.get("instruction_obj") or {}).get("text", "")
         out += f"<h3>{html.escape(s['sample_id'])} ({html.escape(s['split'])})</h3>"
         out += f"<p>{html.escape(instr)}</p><div class='gallery'>"
         for uri, cap in cells:
-            out += (
-                f"<figure>{img_tag(uri, cap)}<figcaption>{html.escape(cap)}</figcaption></figure>"
-            )
+            shown = img_tag(uri, cap) if uri else "<p>(image missing from the blob store)</p>"
+            out += f"<figure>{shown}<figcaption>{html.escape(cap)}</figcaption></figure>"
         out += "</div>"
         if s.get("explanation_complex"):
             out += f"<p><em>{html.escape(s['explanation_complex'])}</em></p>"

@@ -336,3 +336,20 @@ def test_build_export_step_keeps_contract_and_writes_extra_formats(built, tmp_pa
     res = export_dataset(store, hooked)
     assert res["skipped"] is False and res["formats"]["sft"]["counts"]["complex"]
     assert Path(res["formats"]["sft"]["path"], "complex", "train.jsonl").is_file()
+
+
+def test_missing_blob_is_reported_not_a_crash(built, tmp_path):
+    import shutil
+
+    from forenset.store.run_store import RunStore
+
+    store, _ = built
+    copy = tmp_path / "run"
+    shutil.copytree(store.root, copy)
+    c = RunStore(str(copy))
+    samples = load_samples(c)
+    gone = next(s for s in samples if s["label"] == "fake")
+    (copy / gone["blob"]).unlink()
+    res = run_export(c, "hf", tmp_path / "hf")
+    assert res["missing_images"] == [gone["sample_id"]]
+    assert res["samples"] == len(samples) - 1

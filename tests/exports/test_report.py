@@ -190,3 +190,19 @@ def test_summary_artifact_created_in_flow():
         )
     assert arts and arts[0].type == "markdown"
     assert "| sources | 1 | 1 |" in arts[0].data and "- train: 3 samples" in arts[0].data
+
+
+def test_report_survives_missing_blobs_and_empty_stages(built, tmp_path):
+    from forenset.report.html import render_report
+    from forenset.store.run_store import RunStore
+
+    store, _ = built
+    copy = tmp_path / "run"
+    shutil.copytree(store.root, copy)
+    c = RunStore(str(copy))
+    c.write_manifest("perturbations", [])  # as if the stage had not run yet
+    for blob in {r["source_blob"] for r in rows(c, "splits")}:
+        (copy / blob).unlink()  # every real photo gone from the blob store
+    text = render_report(c, gallery=2)
+    assert "(image missing from the blob store)" in text
+    assert "<h2>Perturbations</h2>" in text and "<h2>Gallery" in text
