@@ -125,7 +125,7 @@ def counts_section(store: RunStore, con: Any) -> str:
         "SELECT split, count(*) FILTER (label='real'), count(*) FILTER (label='fake'), count(*) "
         "FROM splits WHERE status='ok' GROUP BY split",
     )
-    order = {s: i for i, s in enumerate(SPLITS)}
+    order = {sp: i for i, sp in enumerate(SPLITS)}
     split_rows.sort(key=lambda r: order.get(r[0], 9))
     out += "<h3>Samples per split</h3>" + table(["split", "real", "fake", "total"], split_rows)
     per = _q(
@@ -208,8 +208,9 @@ def salience_section(con: Any) -> str:
 def perturbation_section(con: Any) -> str:
     ops = _q(
         con,
-        "SELECT split, op, count(*) FROM (SELECT split, unnest(op_names) AS op FROM perturbations "
-        "WHERE status='ok') GROUP BY ALL ORDER BY split, 3 DESC",
+        "SELECT split, op, count(*), avg(psnr), avg(ssim) FROM (SELECT split, psnr, ssim, "
+        "unnest(op_names) AS op FROM perturbations WHERE status='ok') "
+        "GROUP BY split, op ORDER BY split, 3 DESC, op",
     )
     fid = _q(
         con,
@@ -219,9 +220,11 @@ def perturbation_section(con: Any) -> str:
     out = "<h2>Perturbations</h2>" + table(
         ["split", "variants", "mean PSNR (dB)", "mean SSIM"], fid
     )
-    out += "<h3>Op frequency per split</h3>" + table(["split", "op", "n"], ops)
+    out += "<h3>Op frequency per split</h3>" + table(
+        ["split", "op", "n", "mean PSNR of variants with it", "mean SSIM"], ops
+    )
     tot: Counter[str] = Counter()
-    for _, op, n in ops:
+    for _, op, n, _, _ in ops:
         tot[op] += n
     if tot:
         names = sorted(tot, key=lambda k: -tot[k])

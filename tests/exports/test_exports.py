@@ -353,3 +353,18 @@ def test_missing_blob_is_reported_not_a_crash(built, tmp_path):
     res = run_export(c, "hf", tmp_path / "hf")
     assert res["missing_images"] == [gone["sample_id"]]
     assert res["samples"] == len(samples) - 1
+
+
+def test_exports_are_reproducible_byte_for_byte(built, samples, tmp_path):
+    store, _ = built
+    st = ExportSettings(eval_subset="3:2")
+    for fmt in ("hf", "sft", "fakebench", "labelstudio"):
+        a, b = tmp_path / f"{fmt}-a", tmp_path / f"{fmt}-b"
+        run_export(store, fmt, a, st, samples=samples)
+        run_export(store, fmt, b, st, samples=load_samples(store))
+        files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+        assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+        for rel in files:
+            if rel.name == "export.json":
+                continue  # names its own output path
+            assert (a / rel).read_bytes() == (b / rel).read_bytes(), (fmt, rel)
