@@ -18,7 +18,22 @@ from forenset.seeds import derive_seed
 from forenset.store.run_store import RunStore
 
 SPLITS = ("train", "validation", "test")
-TABLES = ["sources", "judgments", "splits", "perturbations", "explanations"]
+
+
+def verdict_source() -> tuple[str, str]:
+    """(table, score column) with one final verdict + ``keep`` per candidate.
+
+    Builds with a ``verdicts`` stage (several judges per candidate, aggregated) keep it there as
+    ``score``; older builds had it in ``judgments`` as ``final_score``.
+    """
+    from forenset.flows.build import STAGE_BY_NAME
+
+    return ("verdicts", "score") if "verdicts" in STAGE_BY_NAME else ("judgments", "final_score")
+
+
+def tables() -> list[str]:
+    return ["sources", verdict_source()[0], "splits", "perturbations", "explanations"]
+
 
 SAMPLES_SQL = """
 WITH ex AS (
@@ -36,8 +51,8 @@ src AS (SELECT image_id, any_value(license) AS license, any_value(width) AS widt
         FROM sources WHERE status = 'ok' GROUP BY image_id),
 jd AS (SELECT candidate_id, any_value(kind) AS kind, any_value(family) AS family,
               any_value(psnr) AS psnr, any_value(ssim) AS ssim,
-              any_value(final_score) AS final_score, any_value(verdict) AS verdict
-       FROM judgments WHERE status = 'ok' GROUP BY candidate_id)
+              any_value({score}) AS final_score, any_value(verdict) AS verdict
+       FROM {verdicts} WHERE status = 'ok' GROUP BY candidate_id)
 SELECT s.sample_id, s.label, s.split, s.generator, s.generator_family, s.holdout, s.image_id,
        s.candidate_id, s.blob, s.source_blob, s.caption, s.instruction, s.differences, s.entities,
        jd.kind, jd.family, jd.psnr, jd.ssim, jd.final_score, jd.verdict,
@@ -62,8 +77,9 @@ def load_samples(store: RunStore) -> list[dict[str, Any]]:
     """All ok samples (sorted by split, sample id) with explanations, licence and perturbed variants."""
     from forenset.store.views import connect
 
-    con = connect(store, TABLES)
-    cur = con.execute(SAMPLES_SQL)
+    table, score = verdict_source()
+    con = connect(store, tables())
+    cur = con.execute(SAMPLES_SQL.format(verdicts=table, score=score))
     cols = [d[0] for d in cur.description]
     samples = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
     cur = con.execute(PERTURBED_SQL)

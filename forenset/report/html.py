@@ -14,19 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from forenset.exports.data import SPLITS, load_samples, rank, write_atomic
+from forenset.exports.data import SPLITS, load_samples, rank, verdict_source, write_atomic
 from forenset.report.text_metrics import distinct_n, mention_rate, self_bleu
 from forenset.store.run_store import RunStore
 
 # The tables the sections query; counts also cover any other stage present (annotations...).
-STAGE_TABLES = [
-    "sources",
-    "judgments",
-    "diffs",
-    "splits",
-    "perturbations",
-    "explanations",
-]
+STAGE_TABLES = ["sources", "diffs", "splits", "perturbations", "explanations"]
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px}
@@ -148,6 +141,7 @@ def counts_section(store: RunStore, con: Any) -> str:
 
 
 def discard_section(con: Any) -> str:
+    vt = verdict_source()[0]
     out = "<h2>Edit-Check: discard rates</h2>"
     for col, title in (
         ("generator", "generator"),
@@ -157,15 +151,15 @@ def discard_section(con: Any) -> str:
         r = _q(
             con,
             f"SELECT {col}, count(*), count(*) FILTER (NOT keep), "
-            f"avg(CASE WHEN keep THEN 0.0 ELSE 1.0 END) FROM judgments WHERE status='ok' "
+            f"avg(CASE WHEN keep THEN 0.0 ELSE 1.0 END) FROM {vt} WHERE status='ok' "
             f"GROUP BY 1 ORDER BY 1",
         )
         out += f"<h3>by {title}</h3>" + table([title, "judged", "discarded", "discard rate"], r)
     r = _q(
         con,
         "SELECT failure_category, count(*), count(*) / sum(count(*)) OVER (), "
-        "count(*) / any_value(total) FROM judgments, "
-        "(SELECT count(*) AS total FROM judgments WHERE status='ok') "
+        f"count(*) / any_value(total) FROM {vt}, "
+        f"(SELECT count(*) AS total FROM {vt} WHERE status='ok') "
         "WHERE status='ok' AND NOT keep GROUP BY 1 ORDER BY 2 DESC",
     )
     out += "<h3>Discarded candidates by failure category</h3>" + table(
@@ -178,7 +172,7 @@ def discard_section(con: Any) -> str:
         )
     fid = _q(
         con,
-        "SELECT verdict, count(*), avg(psnr), avg(ssim) FROM judgments WHERE status='ok' "
+        f"SELECT verdict, count(*), avg(psnr), avg(ssim) FROM {vt} WHERE status='ok' "
         "GROUP BY 1 ORDER BY 1",
     )
     out += "<h3>Fidelity of retained vs discarded candidates</h3>" + table(
@@ -352,7 +346,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
     from forenset.store.views import connect
 
     seed = build_seed(store)
-    con = connect(store, STAGE_TABLES)
+    con = connect(store, STAGE_TABLES + [verdict_source()[0]])
     samples = load_samples(store)
     parts = [
         counts_section(store, con),

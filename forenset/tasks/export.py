@@ -28,12 +28,10 @@ GROUP BY ALL ORDER BY s.sample_id
 
 def export_dataset(store: RunStore, cfg: BuildConfig) -> dict[str, Any]:
     """Write exports/parquet/<split>.parquet; skipped when its inputs have not changed."""
+    from forenset.exports.data import tables
     from forenset.store.views import connect
 
-    deps = {
-        n: [s.content_id for s in store.manifest(n)]
-        for n in ("sources", "judgments", "splits", "perturbations", "explanations")
-    }
+    deps = {n: [s.content_id for s in store.manifest(n)] for n in tables()}
     fp = hashlib.blake2b(
         json.dumps(
             [EXPORT_VERSION, deps, cfg.export.model_dump(mode="json")], sort_keys=True

@@ -101,7 +101,9 @@ def test_report_sections_and_numbers(built, samples, tmp_path):
             f'<td class="n">{n_real + n_fake}</td></tr>'
         )
         assert row in text
-    j = [r for r in rows(store, "judgments") if r["status"] == "ok"]
+    from forenset.exports.data import verdict_source
+
+    j = [r for r in rows(store, verdict_source()[0]) if r["status"] == "ok"]
     discarded = sum(not r["keep"] for r in j)
     assert f'<td class="n">{len(j)}</td>' in text and f'<td class="n">{discarded}</td>' in text
 
