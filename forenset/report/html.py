@@ -181,6 +181,23 @@ def discard_section(con: Any) -> str:
     return out
 
 
+def shared_stats_section(con: Any) -> str:
+    """The SQL statistics the CLI's `status --details` shows (forenset.stats), when present."""
+    try:
+        from forenset import stats
+    except ImportError:
+        return ""
+    out = "<h2>Build statistics (forenset.stats)</h2>"
+    for name in stats.QUERIES:
+        try:
+            cols, rs = stats.run(con, name)
+        except Exception as e:  # noqa: BLE001 - one bad query must not lose the report
+            out += f"<h3>{html.escape(name)}</h3><p>not available: {html.escape(str(e).splitlines()[0])}</p>"
+            continue
+        out += f"<h3>{html.escape(name.replace('_', ' '))}</h3>" + table(cols, rs)
+    return out
+
+
 def salience_section(con: Any) -> str:
     c: Counter[int] = Counter()
     for (text,) in _q(con, "SELECT differences FROM diffs WHERE status='ok'"):
@@ -354,6 +371,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
         salience_section(con),
         perturbation_section(con),
         explanation_section(con, seed),
+        shared_stats_section(con),
         gallery_section(store, samples, gallery, seed),
     ]
     con.close()
