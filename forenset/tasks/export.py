@@ -28,14 +28,15 @@ GROUP BY ALL ORDER BY s.sample_id
 
 def export_dataset(store: RunStore, cfg: BuildConfig) -> dict[str, Any]:
     """Write exports/parquet/<split>.parquet; skipped when its inputs have not changed."""
+    from forenset.exports.data import tables
     from forenset.store.views import connect
 
-    deps = {
-        n: [s.content_id for s in store.manifest(n)]
-        for n in ("splits", "perturbations", "explanations")
-    }
+    deps = {n: [s.content_id for s in store.manifest(n)] for n in tables()}
     fp = hashlib.blake2b(
-        json.dumps([EXPORT_VERSION, deps], sort_keys=True).encode(), digest_size=12
+        json.dumps(
+            [EXPORT_VERSION, deps, cfg.export.model_dump(mode="json")], sort_keys=True
+        ).encode(),
+        digest_size=12,
     ).hexdigest()
     marker = "exports/parquet/_fingerprint.json"
     prev = store.read_json(marker, default={}) or {}
@@ -71,5 +72,26 @@ def export_dataset(store: RunStore, cfg: BuildConfig) -> dict[str, Any]:
         store.write_bytes_atomic(f"exports/parquet/{split}.parquet", buf.getvalue())
         counts[split] = t.num_rows
     doc = {"fingerprint": fp, "counts": counts, "path": store.path("exports/parquet")}
+    extra = _extra_formats(store, cfg)
+    if extra:
+        doc["formats"] = extra
     store.write_json(marker, doc)
     return {"skipped": False, **doc}
+
+
+def _extra_formats(store: RunStore, cfg: BuildConfig) -> dict[str, Any]:
+    """The formats of forenset.exports named in ``export.formats`` (hf, sft, fakebench, labelstudio)."""
+    from forenset.exports.api import run_export
+    from forenset.exports.data import load_samples
+    from forenset.exports.settings import FORMATS, ExportSettings
+
+    wanted = [f for f in cfg.export.formats if f in FORMATS]
+    if not wanted or not store.is_local:
+        return {}
+    settings = ExportSettings.model_validate(cfg.export.model_dump(mode="json"))
+    samples = load_samples(store)
+    out: dict[str, Any] = {}
+    for fmt in wanted:
+        res = run_export(store, fmt, None, settings, samples=samples)
+        out[fmt] = {"path": res["path"], "counts": res["counts"]}
+    return out

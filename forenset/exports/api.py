@@ -1,0 +1,95 @@
+"""One entry point per export format, shared by the CLI and the build's export step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from forenset.exports.data import balanced, default_out, load_samples, select, write_atomic
+from forenset.exports.fakebench import export_fakebench
+from forenset.exports.hf import export_hf
+from forenset.exports.labelstudio import export_labelstudio
+from forenset.exports.settings import FORMATS, ExportSettings, parse_eval_subset
+from forenset.exports.sft import export_sft
+from forenset.store.run_store import RunStore
+
+
+def build_seed(store: RunStore) -> int:
+    """The seed of the build that wrote the run directory (0 when no config was saved)."""
+    try:
+        cfg = yaml.safe_load(store.read_bytes("config.yaml")) or {}
+    except FileNotFoundError:
+        return 0
+    return int(cfg.get("seed", 0) or 0)
+
+
+def drop_missing_images(
+    store: RunStore, samples: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Leave out samples whose image blob is gone (named in the summary, not a crash), and
+    perturbed variants whose blob is gone."""
+    seen: dict[str, bool] = {}
+
+    def ok(blob: str | None) -> bool:
+        if not blob:
+            return False
+        if blob not in seen:
+            seen[blob] = store.exists(blob)
+        return seen[blob]
+
+    kept, missing = [], []
+    for s in samples:
+        if not ok(s["blob"]):
+            missing.append(s["sample_id"])
+            continue
+        if any(not ok(p["blob"]) for p in s["perturbed"]):
+            s = {**s, "perturbed": [p for p in s["perturbed"] if ok(p["blob"])]}
+        kept.append(s)
+    return kept, missing
+
+
+def run_export(
+    store: RunStore,
+    fmt: str,
+    out: Path | None = None,
+    settings: ExportSettings | None = None,
+    samples: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Export the run in ``fmt`` (hf | sft | fakebench | labelstudio) to ``out``; returns a summary.
+
+    ``samples`` lets a caller that exports several formats load the views once.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
+    st = settings or ExportSettings()
+    seed = st.seed if st.seed is not None else build_seed(store)
+    out = Path(out) if out else default_out(store, fmt)
+    rows = samples if samples is not None else load_samples(store)
+    rows, missing = drop_missing_images(store, rows)
+    rows = select(rows, parse_eval_subset(st.eval_subset), seed)
+    if fmt == "sft" and st.balanced:
+        rows = balanced(rows, seed)
+    if fmt == "hf":
+        res = export_hf(
+            store,
+            rows,
+            out,
+            rows_per_group=st.rows_per_group,
+            rows_per_file=st.rows_per_file,
+            include_perturbed=st.include_perturbed,
+        )
+    elif fmt == "sft":
+        res = export_sft(store, rows, out)
+    elif fmt == "fakebench":
+        res = export_fakebench(store, rows, out, seed=seed)
+    else:
+        res = export_labelstudio(store, rows, out, image_url_prefix=st.image_url_prefix)
+    res["samples"] = len(rows)
+    res["missing_images"] = missing
+    res["settings"] = st.model_dump(mode="json")
+    res["seed"] = seed
+    write_atomic(out / "export.json", json.dumps(res, indent=1, sort_keys=True, default=str))
+    return res

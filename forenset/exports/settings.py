@@ -1,0 +1,38 @@
+"""Export settings: a pydantic model the build config embeds (``export:``) and the CLI overrides."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# "parquet" is the build's plain per-split Parquet (forenset/tasks/export.py); the rest are ours.
+Format = Literal["parquet", "hf", "sft", "fakebench", "labelstudio"]
+FORMATS: tuple[str, ...] = ("hf", "sft", "fakebench", "labelstudio")
+
+
+class ExportSettings(BaseModel):
+    """Every field has a default so that a config without ``export:`` still validates."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    formats: list[Format] = ["parquet"]  # written at the end of a build (CLI: --format)
+    eval_subset: str | None = Field(
+        None, pattern=r"^\d+:\d+$"
+    )  # "N:M" = N fakes + M reals per split (all when fewer)
+    balanced: bool = False  # SFT: equal real and fake counts per split
+    seed: int | None = None  # sampling seed; None: the build seed
+    rows_per_group: int = Field(100, ge=1)  # HF Parquet row-group size
+    rows_per_file: int = Field(5000, ge=1)  # HF Parquet shard size
+    include_perturbed: bool = True  # HF: a list column of perturbed variants
+    image_url_prefix: str = "/data/local-files/?d="  # Label Studio: URL before "images/<file>"
+
+
+def parse_eval_subset(spec: str | None) -> tuple[int, int] | None:
+    """'10000:8500' -> (10000 fakes, 8500 reals); None/'' -> None (no subsetting)."""
+    if not spec:
+        return None
+    parts = spec.split(":")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"eval subset must look like N_FAKE:M_REAL (got {spec!r})")
+    return int(parts[0]), int(parts[1])

@@ -1,0 +1,1 @@
+"""The dataset report (self-contained HTML) and the Prefect build-summary artifact."""

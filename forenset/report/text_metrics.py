@@ -1,0 +1,75 @@
+"""Explanation diversity: Self-BLEU, Distinct-n and entity-mention rate (no NLTK needed).
+
+Self-BLEU scores each text with BLEU-4 against all the others as references (clipped n-gram
+precision, +1 smoothing for n > 1, brevity penalty to the closest reference length) and
+averages: high means the explanations repeat each other. Distinct-n is unique n-grams over
+all n-grams of the corpus: low means templated text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+_TOKEN = re.compile(r"[a-z0-9']+")
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def ngrams(toks: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
+    return Counter(tuple(toks[i : i + n]) for i in range(len(toks) - n + 1))
+
+
+def bleu(hyp: Sequence[str], refs: Sequence[Sequence[str]], max_n: int = 4) -> float:
+    """Sentence BLEU of ``hyp`` against ``refs`` (smoothed, so short texts do not score 0)."""
+    if not hyp or not refs:
+        return 0.0
+    logs = []
+    for n in range(1, max_n + 1):
+        h = ngrams(hyp, n)
+        total = sum(h.values())
+        if total == 0:
+            break
+        best: Counter[tuple[str, ...]] = Counter()
+        for r in refs:
+            for g, c in ngrams(r, n).items():
+                if c > best[g]:
+                    best[g] = c
+        match = sum(min(c, best[g]) for g, c in h.items())
+        if n == 1:
+            if match == 0:
+                return 0.0
+            logs.append(math.log(match / total))
+        else:
+            logs.append(math.log((match + 1) / (total + 1)))
+    closest = min((len(r) for r in refs), key=lambda L: (abs(L - len(hyp)), L))
+    bp = 1.0 if len(hyp) > closest else math.exp(1 - closest / len(hyp))
+    return bp * math.exp(sum(logs) / len(logs))
+
+
+def self_bleu(texts: Sequence[str], max_texts: int = 150) -> float | None:
+    """Mean BLEU-4 of each text against the rest (the first ``max_texts`` texts); None if < 2."""
+    toks = [tokens(t) for t in texts[:max_texts] if t]
+    if len(toks) < 2:
+        return None
+    scores = [bleu(t, toks[:i] + toks[i + 1 :]) for i, t in enumerate(toks)]
+    return sum(scores) / len(scores)
+
+
+def distinct_n(texts: Sequence[str], n: int = 2) -> float | None:
+    grams: Counter[tuple[str, ...]] = Counter()
+    for t in texts:
+        grams.update(ngrams(tokens(t or ""), n))
+    total = sum(grams.values())
+    return len(grams) / total if total else None
+
+
+def mention_rate(mentions: Sequence[Sequence[str] | None]) -> float | None:
+    """Share of explanations that name at least one scene entity."""
+    if not mentions:
+        return None
+    return sum(1 for m in mentions if m) / len(mentions)
