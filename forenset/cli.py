@@ -240,6 +240,21 @@ def query(
             console.print(f"({len(rows)} rows, {limit} shown; use --limit or --format csv)")
 
 
+def _mount_subapps() -> None:
+    from forenset.exports.cli import app as exports_app
+    from forenset.perturbations.cli import app as perturb_app
+
+    app.add_typer(
+        perturb_app,
+        name="perturb",
+        help="Perturbation catalogue: preview, propagate, summary, train-uap.",
+    )
+    app.add_typer(exports_app)  # export, import-annotations, report at top level
+
+
+_mount_subapps()
+
+
 def main() -> None:
     app()
 

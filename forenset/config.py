@@ -11,6 +11,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from forenset.backends.llm.types import LLMSettings
+from forenset.exports.settings import ExportSettings
+from forenset.perturbations.config import PerturbationConfig
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "examples" / "demo.yaml"
 
@@ -184,9 +186,10 @@ class SplitsConfig(Strict):
         return v
 
 
-class PerturbationsStageConfig(Strict):
+class PerturbationsStageConfig(PerturbationConfig):
+    """The catalogue's own config (schedules, severity bands, adversarial) + variants per sample."""
+
     variants: int = Field(1, ge=0, le=16)  # perturbed copies per sample
-    ops: list[str] = []  # empty: the whole catalogue admitted by each split
 
 
 class ExplanationsConfig(ModelStageConfig):
@@ -214,8 +217,7 @@ class PromptsConfig(Strict):
     prompts_dir: str | None = None
 
 
-class ExportConfig(Strict):
-    formats: list[Literal["parquet"]] = ["parquet"]
+ExportConfig = ExportSettings
 
 
 class BuildConfig(Strict):

@@ -36,6 +36,24 @@ QUERIES: dict[str, str] = {
                round(avg(CAST(json_extract(grounding, '$.hallucination_rate') AS DOUBLE)), 4) AS hallucination_rate,
                sum(json_array_length(json_extract(grounding, '$.missed'))) AS missed_changes
         FROM diffs WHERE status = 'ok' GROUP BY 1 ORDER BY 1""",
+    "edit_family_balance": """
+        SELECT family, kind, count(*) AS n, round(count(*) / sum(count(*)) OVER (), 3) AS share
+        FROM instructions WHERE status = 'ok' GROUP BY 1, 2 ORDER BY 1, 2""",
+    "prompts_by_category": """
+        SELECT category, count(*) AS prompts, count(DISTINCT media_form) AS media_forms
+        FROM prompts WHERE status = 'ok' GROUP BY 1 ORDER BY 1""",
+    "spend_by_stage": """
+        SELECT 'captions' AS stage, count(*) AS rows, sum(input_tokens) AS input_tokens,
+               sum(output_tokens) AS output_tokens, round(sum(cost_usd), 4) AS cost_usd,
+               round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) AS cached_share FROM captions
+        UNION ALL SELECT 'instructions', count(*), sum(input_tokens), sum(output_tokens), round(sum(cost_usd), 4),
+               round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) FROM instructions
+        UNION ALL SELECT 'diffs', count(*), sum(input_tokens), sum(output_tokens), round(sum(cost_usd), 4),
+               round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) FROM diffs
+        UNION ALL SELECT 'judgments', count(*), sum(input_tokens), sum(output_tokens), round(sum(cost_usd), 4),
+               round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) FROM judgments
+        UNION ALL SELECT 'explanations', count(*), sum(input_tokens), sum(output_tokens), round(sum(cost_usd), 4),
+               round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) FROM explanations""",
     "splits": """
         SELECT split, label, count(*) AS n, count(DISTINCT generator) AS generators
         FROM splits WHERE status = 'ok' GROUP BY 1, 2 ORDER BY 1, 2""",

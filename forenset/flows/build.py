@@ -47,7 +47,7 @@ STAGES: list[type[Stage]] = [
     Prompts,
 ]
 STAGE_BY_NAME = {s.name: s for s in STAGES}
-TABLES = list(dict.fromkeys([s.name for s in STAGES] + ["scenarios", "prompts"]))
+TABLES = list(dict.fromkeys([s.name for s in STAGES] + ["scenarios", "prompts", "annotations"]))
 
 
 @dataclass
@@ -333,7 +333,11 @@ def _build(
     from forenset.tasks.export import export_dataset
 
     export = export_dataset(ctx.store, cfg)
-    return {"stages": {k: vars(v) for k, v in stats.items()}, "export": export}
+    summary = {k: vars(v) for k, v in stats.items()}
+    from forenset.report.artifact import create_summary_artifact
+
+    create_summary_artifact(summary, export)  # a markdown artifact in the Prefect UI
+    return {"stages": summary, "export": export}
 
 
 def _make_build_flow():

@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 from forenset.images import decode_rgb, encode_png
-from forenset.perturbations import PerturbationConfig, perturb_image, quality
+from forenset.perturbations import CATALOGUE_VERSION, PerturbationConfig, perturb_image, quality
 from forenset.schemas.perturbations import SCHEMA
 from forenset.seeds import derive_seed
-from forenset.tasks.base import RowStage, ShardSpec
+from forenset.tasks.base import RowStage, ShardSpec, StageRowError
 from forenset.tasks.splits import SplitPartitioned
 
 
@@ -21,15 +21,26 @@ class Perturbations(SplitPartitioned, RowStage):
     key = "perturbation_id"
 
     def stage_config(self) -> dict[str, Any]:
-        return self.ctx.config.perturbations.model_dump(mode="json")
+        return {
+            "catalogue": CATALOGUE_VERSION,
+            **self.ctx.config.perturbations.model_dump(mode="json"),
+        }
+
+    def catalogue_config(self) -> PerturbationConfig:
+        d = self.ctx.config.perturbations.model_dump()
+        d.pop("variants")
+        return PerturbationConfig.model_validate(d)
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
         c = self.ctx.config.perturbations
-        pcfg = PerturbationConfig()
+        pcfg = self.catalogue_config()
         clean = decode_rgb(self.ctx.store.get_blob(row["blob"]))
         for v in range(c.variants):
             seed = derive_seed(self.ctx.seed, self.name, row["split"], row["sample_id"], v)
-            out, rec = perturb_image(clean, split=row["split"], seed=seed, config=pcfg)
+            try:
+                out, rec = perturb_image(clean, split=row["split"], seed=seed, config=pcfg)
+            except (ValueError, RuntimeError) as e:  # deterministic for this seed: not retryable
+                raise StageRowError(f"perturbation variant {v} failed: {e}") from None
             q = quality(clean, out)
             yield {
                 "perturbation_id": f"{row['sample_id']}-p{v}",

@@ -44,13 +44,33 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 180) -> None
 def prefect_server(tmp_path):
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_API_URL=api,
-               PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false",
-               PREFECT_WORKER_QUERY_SECONDS="1", PREFECT_WORKER_PREFETCH_SECONDS="5",
-               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(
+        os.environ,
+        PREFECT_HOME=str(tmp_path / "prefect-home"),
+        PREFECT_API_URL=api,
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_UI_ENABLED="false",
+        PREFECT_WORKER_QUERY_SECONDS="1",
+        PREFECT_WORKER_PREFETCH_SECONDS="5",
+        PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     log = open(tmp_path / "server.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-                               "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "prefect",
+            "server",
+            "start",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         wait_healthy(api, server)
         yield env
@@ -66,8 +86,13 @@ def prefect_server(tmp_path):
 def test_build_through_deployments_with_a_process_worker(tmp_path, prefect_server):
     env = prefect_server
     pool = "forenset-test"
-    subprocess.run([sys.executable, "-m", "prefect", "work-pool", "create", pool, "--type", "process"],
-                   env=env, check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "prefect", "work-pool", "create", pool, "--type", "process"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     deploy = f"""
 from prefect import flow
 flow.from_source(source={str(REPO)!r}, entrypoint="forenset/flows/deploy.py:shard_batch_flow").deploy(
@@ -75,16 +100,29 @@ flow.from_source(source={str(REPO)!r}, entrypoint="forenset/flows/deploy.py:shar
 flow.from_source(source={str(REPO)!r}, entrypoint="forenset/flows/build.py:build_flow").deploy(
     name="build", work_pool_name={pool!r})
 """
-    subprocess.run([sys.executable, "-c", deploy], env=env, check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [sys.executable, "-c", deploy], env=env, check=True, capture_output=True, timeout=180
+    )
     wlog = open(tmp_path / "worker.log", "w")
-    worker = subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--limit", "4"],
-                              env=env, stdout=wlog, stderr=subprocess.STDOUT)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--limit", "4"],
+        env=env,
+        stdout=wlog,
+        stderr=subprocess.STDOUT,
+    )
     run_dir = tmp_path / "run"
-    cfg = small_config_dict(run_dir, runners={
-        "default": {"kind": "threads", "max_workers": 2},
-        "candidates": {"kind": "deployment", "deployment": "forenset-shards/gpu", "batch_wait_s": 1.0,
-                       "batch_shards": 8},
-    })
+    cfg = small_config_dict(
+        run_dir,
+        runners={
+            "default": {"kind": "threads", "max_workers": 2},
+            "candidates": {
+                "kind": "deployment",
+                "deployment": "forenset-shards/gpu",
+                "batch_wait_s": 1.0,
+                "batch_shards": 8,
+            },
+        },
+    )
     script = f"""
 import json
 from prefect.deployments import run_deployment
@@ -93,7 +131,9 @@ fr = run_deployment("forenset-build/build", parameters={{"run_uri": {str(run_dir
 print(json.dumps({{"state": fr.state.type.value, "message": fr.state.message}}))
 """
     try:
-        p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=700)
+        p = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=700
+        )
     finally:
         worker.terminate()
         try:
@@ -109,7 +149,9 @@ print(json.dumps({{"state": fr.state.type.value, "message": fr.state.message}}))
     store = RunStore(str(run_dir))
     cands = rows(store, "candidates")
     assert cands and {r["generator"] for r in cands} == {"cv-a", "cv-faulty"}
-    assert rows(store, "explanations") and (run_dir / "exports" / "parquet" / "train.parquet").exists()
+    assert (
+        rows(store, "explanations") and (run_dir / "exports" / "parquet" / "train.parquet").exists()
+    )
     # the candidates shards ran in batches inside deployment runs, not one run per shard
     listing = """
 import asyncio, json
@@ -121,7 +163,9 @@ async def main():
         print(json.dumps([r.state.type.value for r in runs]))
 asyncio.run(main())
 """
-    q = subprocess.run([sys.executable, "-c", listing], env=env, capture_output=True, text=True, timeout=120)
+    q = subprocess.run(
+        [sys.executable, "-c", listing], env=env, capture_output=True, text=True, timeout=120
+    )
     import json
 
     states = json.loads(q.stdout.strip().splitlines()[-1])

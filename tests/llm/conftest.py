@@ -1,28 +1,13 @@
-"""Fixtures: loopback fake servers, a local fsspec run store, fast retry settings."""
-
-from __future__ import annotations
-
-import io
-import itertools
+"""Fixtures of the model-layer tests; helpers live in llm_kit.py."""
 
 import fsspec
 import pytest
-from PIL import Image
-from pydantic import BaseModel, Field
+from llm_kit import *  # noqa: F403
+from llm_kit import GEMINI_SENTINEL, SENTINEL_KEY, _stage_ids  # noqa: F401
 
-from forenset.backends.llm import LLMSettings, ModelSpec, ResponseCache, reset_limiters
+from forenset.backends.llm import ResponseCache, reset_limiters
 from forenset.testing.fake_gemini import FakeGemini
 from forenset.testing.fake_openai import FakeOpenAI
-
-SENTINEL_KEY = "sk-SENTINEL-7f3a9c1e5b2d4086"
-GEMINI_SENTINEL = "AIzaSENTINELgemini0123456789"
-_stage_ids = itertools.count()
-
-
-class Caption(BaseModel):
-    caption: str
-    objects: list[str] = Field(min_length=1)
-    salience: int = Field(ge=1, le=5)
 
 
 @pytest.fixture
@@ -58,36 +43,3 @@ def cache(tmp_path):
 def stage():
     """A fresh stage name per test: stage guards are process-wide per (stage, seed)."""
     return f"stage{next(_stage_ids)}"
-
-
-def png(color=(200, 30, 30), size=(16, 16)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", size, color).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def openai_spec(server: FakeOpenAI, **kw) -> ModelSpec:
-    base = dict(
-        backend="openai",
-        model="gpt-fake",
-        base_url=server.base_url,
-        api_key_env="FAKE_OPENAI_KEY",
-        timeout_s=5.0,
-    )
-    return ModelSpec(**{**base, **kw})
-
-
-def gemini_spec(server: FakeGemini, **kw) -> ModelSpec:
-    base = dict(
-        backend="gemini",
-        model="gemini-fake",
-        base_url=server.base_url,
-        api_key_env="FAKE_GEMINI_KEY",
-        timeout_s=5.0,
-    )
-    return ModelSpec(**{**base, **kw})
-
-
-def settings(*pool: ModelSpec, **kw) -> LLMSettings:
-    base = dict(backoff_base_s=0.01, backoff_max_s=0.05, max_error_rate=1.0, error_window=50)
-    return LLMSettings(pool=list(pool), **{**base, **kw})

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import Caption, gemini_spec, openai_spec, settings
+from llm_kit import Caption, gemini_spec, openai_spec, settings
 
 from forenset.backends.llm import BatchLedger, ChatRequest, run_chat
 from forenset.testing.fake_gemini import FakeGemini

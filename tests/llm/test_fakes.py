@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import io
 
-from conftest import png
+from llm_kit import png
 from openai import OpenAI
 from PIL import Image
 

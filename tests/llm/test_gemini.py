@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import Caption, gemini_spec, png, settings
+from llm_kit import Caption, gemini_spec, png, settings
 
 from forenset.backends.llm import ChatRequest, run_chat
 from forenset.testing.fake_gemini import Fault, request_images

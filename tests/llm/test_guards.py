@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import GEMINI_SENTINEL, SENTINEL_KEY, Caption, gemini_spec, openai_spec, settings
+from llm_kit import GEMINI_SENTINEL, SENTINEL_KEY, Caption, gemini_spec, openai_spec, settings
 
 from forenset.backends.llm import (
     ChatRequest,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import Caption, settings
+from llm_kit import Caption, settings
 from PIL import Image
 
 from forenset.backends.llm import ChatRequest, ModelSpec, register_offline_task, run_chat
@@ -18,7 +18,7 @@ def _caption_from_pixels(req: ChatRequest) -> Caption:
 
 
 def test_offline_dispatch_validates_and_labels(stage):
-    from conftest import png
+    from llm_kit import png
 
     register_offline_task("offline_caption_test", _caption_from_pixels)
     register_offline_task("offline_text_test", lambda req: f"{req.user.upper()}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import Caption, openai_spec, png, settings
+from llm_kit import Caption, openai_spec, png, settings
 
 from forenset.backends.llm import ChatRequest, limiter_stats, run_chat
 from forenset.testing.fake_openai import Fault, request_images

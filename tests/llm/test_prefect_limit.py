@@ -6,7 +6,7 @@ import asyncio
 import os
 
 import pytest
-from conftest import openai_spec, settings
+from llm_kit import openai_spec, settings
 
 from forenset.backends.llm import ChatRequest, run_chat
 
