@@ -10,6 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from forenset.backends.image.diffusers_config import DiffusersConfig
 from forenset.backends.llm.types import LLMSettings
 from forenset.exports.settings import ExportSettings
 from forenset.perturbations.config import PerturbationConfig
@@ -119,14 +120,49 @@ class FaultRates(Strict):
 
 
 class GeneratorConfig(Strict):
+    """One generator of the pool. ``family`` groups generators for held-out test splits."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    backend: Literal["offline"] = "offline"
+    backend: Literal["offline", "diffusers"] = "offline"
     family: str = "classical"
     model: str = "opencv"
+    # offline (classical manipulations)
     inpaint: Literal["telea", "ns"] = "telea"
     blend: Literal["feather", "poisson"] = "feather"
     strength: float = Field(1.0, gt=0, le=3)
     faults: FaultRates = FaultRates()
+    # diffusers: the pipeline config (its class decides text-to-image vs editing)
+    diffusers: DiffusersConfig | None = None
+    t2i_size: tuple[int, int] = (512, 512)  # (width, height) of text-to-image candidates
+
+    @model_validator(mode="after")
+    def _backend_config(self) -> GeneratorConfig:
+        if self.backend == "diffusers" and self.diffusers is None:
+            raise ValueError(
+                "backend 'diffusers' needs a 'diffusers:' block (pipeline, model or tiny)"
+            )
+        if self.backend == "offline" and self.diffusers is not None:
+            raise ValueError("a 'diffusers:' block needs backend: diffusers")
+        return self
+
+    def tasks(self) -> set[str]:
+        """What this generator can do: 'edit' (photos + instructions) and/or 't2i' (prompts)."""
+        if self.backend == "offline":
+            return {"edit"}
+        from forenset.backends.image.registry import pipeline_spec
+
+        return {pipeline_spec(self.diffusers.pipeline).task}  # type: ignore[union-attr]
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What shapes this generator's pixels (not operational knobs such as batch size)."""
+        d = self.model_dump(mode="json")
+        if self.diffusers is not None:
+            d["diffusers"] = {
+                k: v
+                for k, v in d["diffusers"].items()
+                if k not in ("batch_size", "device", "cpu_offload")
+            }
+        return d
 
 
 class DiffsConfig(ModelStageConfig):

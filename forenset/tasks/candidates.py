@@ -12,7 +12,7 @@ import json
 import pyarrow as pa
 from PIL import Image
 
-from forenset.backends.image.base import EditRequest, ImageBackend
+from forenset.backends.image.base import EditRequest, GenerateRequest, ImageBackend
 from forenset.backends.image.offline import OfflineEditor
 from forenset.config import GeneratorConfig
 from forenset.images import encode_png
@@ -42,33 +42,115 @@ def backend_for(cfg: GeneratorConfig) -> ImageBackend:
     if key not in _BACKENDS:
         if cfg.backend == "offline":
             _BACKENDS[key] = OfflineEditor(cfg)
+        elif cfg.backend == "diffusers":
+            from forenset.backends.image.diffusers_backend import DiffusersBackend
+
+            _BACKENDS[key] = DiffusersBackend(cfg.diffusers)
         else:  # pragma: no cover - guarded by config validation
             raise ValueError(f"unknown image backend {cfg.backend}")
     return _BACKENDS[key]
 
 
+T2I_PREFIX = "t2i-"  # candidates shards generated from prompts (no source photo)
+
+
 class Candidates(Stage):
+    """Edits (instructions x edit generators) and text-to-image images (prompts x t2i generators)."""
+
     name = "candidates"
-    version = "1"
-    inputs = ("instructions",)
+    version = "2"
+    inputs = ("instructions", "prompts")
     input_columns = ("instruction_id", "image_id", "blob", "caption") + EDIT_FIELDS
     output_schema = SCHEMA
     key = "candidate_id"
     partition_by = ("generator",)
 
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
+        task = "t2i" if upstream.stage == "prompts" else "edit"
+        prefix = T2I_PREFIX if task == "t2i" else ""
         return [
             self.spec(
-                upstream.shard_id,
+                prefix + upstream.shard_id,
                 {"generator": g.name},
                 [upstream],
-                {"generator": g.model_dump(mode="json")},
+                {
+                    "generator": g.model_dump(mode="json"),
+                    "task": task,
+                    "fingerprint": g.fingerprint(),
+                },
             )
             for g in self.ctx.config.generators
+            if task in g.tasks()
         ]
+
+    def spec(self, shard_id, partition, inputs, params):
+        """Fingerprint the generator's pixel-shaping config, not its operational knobs."""
+        fp_params = {k: v for k, v in params.items() if k != "generator"}
+        spec = super().spec(shard_id, partition, inputs, fp_params)
+        spec.params = params
+        return spec
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         assert shard is not None, "candidates needs its shard (which generator)"
+        if shard.params.get("task") == "t2i":
+            return self.generate(batch, shard)
+        return self.edit(batch, shard)
+
+    def generate(self, batch: pa.Table, shard: ShardSpec) -> pa.Table:
+        gcfg = GeneratorConfig.model_validate(shard.params["generator"])
+        backend = backend_for(gcfg)
+        rows = batch.to_pylist()
+        seeds = [derive_seed(self.ctx.seed, self.name, gcfg.name, r["prompt_uid"]) for r in rows]
+        reqs = [
+            GenerateRequest(r["prompt"], seed, tuple(gcfg.t2i_size), item_id=r["prompt_uid"])
+            for r, seed in zip(rows, seeds, strict=True)
+        ]
+        out = []
+        for r, seed, res in zip(rows, seeds, backend.generate(reqs), strict=True):
+            provenance = {
+                k: r.get(k) for k in ("category", "scenario_id", "media_form", "fields", "scenario")
+            }
+            base = {
+                "candidate_id": f"{r['prompt_uid']}-{gcfg.name}",
+                "image_id": r["prompt_uid"],
+                "generator": gcfg.name,
+                "generator_family": gcfg.family,
+                "caption": r["prompt"],
+                "instruction": dumps(provenance),
+                "kind": "t2i",
+                "family": str(r.get("category")),
+                "backend": backend.name,
+                "model": res.model or gcfg.model,
+                "seed": seed,
+                "stage_version": self.version,
+                "latency_s": res.latency_s,
+                "elapsed_ms": res.latency_s * 1000,
+            }
+            if res.status != "ok" or res.image is None:
+                out.append(
+                    {
+                        **base,
+                        "status": "error",
+                        "error": res.error or "generator returned no image",
+                        "retryable": res.retryable,
+                    }
+                )
+                continue
+            blob = self.ctx.store.put_blob(encode_png(res.image))
+            out.append(
+                {
+                    **base,
+                    "status": "ok",
+                    "blob": blob,
+                    "width": res.image.width,
+                    "height": res.image.height,
+                    "params": dumps(res.params),
+                    "truth": dumps(res.truth),
+                }
+            )
+        return self.to_table(out)
+
+    def edit(self, batch: pa.Table, shard: ShardSpec) -> pa.Table:
         gcfg = GeneratorConfig.model_validate(shard.params["generator"])
         backend = backend_for(gcfg)
         rows = batch.to_pylist()

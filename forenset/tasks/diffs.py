@@ -53,6 +53,14 @@ class Diffs(RowStage):
     name = "diffs"
     version = "2"
     inputs = ("candidates",)
+
+    def plan(self, upstream):
+        from forenset.tasks.candidates import T2I_PREFIX
+
+        if upstream.shard_id.startswith(T2I_PREFIX):
+            return []  # text-to-image candidates have no real counterpart to compare with
+        return super().plan(upstream)
+
     input_columns = CARRY
     output_schema = SCHEMA
     key = "candidate_id"

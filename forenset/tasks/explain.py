@@ -102,6 +102,11 @@ class Explanations(SplitPartitioned, RowStage):
             )
             return
         ins = json.loads(row["instruction"])
+        if "target" not in ins:
+            raise StageRowError(
+                "offline explanations need an edit record; text-to-image samples are explained "
+                "by a VLM (set explanations.llm)"
+            )
         diffs = json.loads(row["differences"] or "[]")
         ents = [ins["target"]]
         cx = self.generate("complex", lambda a: complex_fake(ins, diffs, a), ents, row)

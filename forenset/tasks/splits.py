@@ -30,7 +30,7 @@ def assign_split(seed: int, image_id: str, fractions: dict[str, float]) -> str:
 class Splits(Stage):
     name = "splits"
     version = "1"
-    inputs = ("captions", "verdicts")
+    inputs = ("captions", "verdicts", "candidates")  # candidates: text-to-image shards only
     output_schema = SCHEMA
     key = "sample_id"
 
@@ -38,6 +38,10 @@ class Splits(Stage):
         return self.ctx.config.splits.model_dump(mode="json")
 
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
+        from forenset.tasks.candidates import T2I_PREFIX
+
+        if upstream.stage == "candidates" and not upstream.shard_id.startswith(T2I_PREFIX):
+            return []  # edits reach splits through Edit-Check (verdicts)
         label = "real" if upstream.stage == "captions" else "fake"
         if label == "real" and not self.ctx.config.splits.include_reals:
             return []
@@ -74,7 +78,7 @@ class Splits(Stage):
                     }
                 )
                 continue
-            if not r["keep"]:
+            if not r.get("keep", True):  # text-to-image rows have no Edit-Check verdict
                 continue
             holdout = r["generator_family"] in c.holdout_families
             if holdout and split != "test":
@@ -92,7 +96,7 @@ class Splits(Stage):
                     "source_blob": r["source_blob"],
                     "caption": r["caption"],
                     "instruction": r["instruction"],
-                    "differences": r["differences"],
+                    "differences": r.get("differences"),
                     **common,
                 }
             )
