@@ -218,22 +218,31 @@ class Scheduler:
 
 
 def wait_any(futs: list[Any]) -> list[Any]:
-    """Block until at least one future is done (Prefect concurrent futures or plain ones)."""
+    """Block until at least one future is done.
+
+    Thread-runner futures wrap real ``concurrent.futures.Future`` objects (``cf.wait`` works);
+    process-runner futures wrap an unpickling proxy and Dask futures are their own kind, so
+    those are polled through ``done()`` — mixing runners in one build must not break waiting.
+    """
     wrapped = {getattr(f, "wrapped_future", f): f for f in futs}
-    if all(isinstance(w, cf.Future) for w in wrapped):
-        done, _ = cf.wait(list(wrapped), return_when=cf.FIRST_COMPLETED)
+    real = [w for w in wrapped if type(w) is cf.Future]
+    if len(real) == len(wrapped):
+        done, _ = cf.wait(real, return_when=cf.FIRST_COMPLETED)
         return [wrapped[d] for d in done]
-    while True:  # other future kinds (Dask...): poll
-        ready = [f for f in futs if _is_done(f)]
+    while True:
+        ready = [f for w, f in wrapped.items() if _is_done(w, f)]
         if ready:
             return ready
-        time.sleep(0.02)
+        if real:
+            cf.wait(real, timeout=0.02, return_when=cf.FIRST_COMPLETED)
+        else:
+            time.sleep(0.02)
 
 
-def _is_done(f: Any) -> bool:
-    if hasattr(f, "state"):
-        return f.state.is_final()
-    return bool(f.done())
+def _is_done(w: Any, f: Any) -> bool:
+    if hasattr(w, "done"):
+        return bool(w.done())
+    return f.state.is_final()
 
 
 def result_of(fut: Any) -> dict[str, Any]:
