@@ -6,6 +6,7 @@ import base64
 import hashlib
 import io
 import json
+import logging
 import re
 
 import numpy as np
@@ -129,7 +130,8 @@ def test_timeout_is_retryable_after_retries(gemini_server):
     assert "timeout" in res.error and res.params["attempts"] == 2
 
 
-def test_key_never_leaks(gemini_server):
+def test_key_never_leaks(gemini_server, caplog):
+    caplog.set_level(logging.DEBUG)
     gemini_server.script(Fault(status=401))  # the fake echoes the key it got
     cfg = gemini_config(gemini_server)
     backend = GeminiImageBackend(cfg)
@@ -143,6 +145,8 @@ def test_key_never_leaks(gemini_server):
         repr(cfg),
         str(backend.config_fingerprint()),
     ]
+    assert "127.0.0.1" in caplog.text  # the SDK / httpx DEBUG logs were captured
+    texts.append(caplog.text)
     assert not any(GEMINI_SENTINEL in t or GEMINI_SENTINEL[4:14] in t for t in texts)
 
 

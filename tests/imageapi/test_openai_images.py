@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import re
 
 import numpy as np
@@ -136,7 +137,8 @@ def test_timeout_is_retryable_after_retries(openai_server):
     assert "timeout" in res.error and res.params["attempts"] == 2
 
 
-def test_key_never_leaks(openai_server):
+def test_key_never_leaks(openai_server, caplog):
+    caplog.set_level(logging.DEBUG)
     openai_server.script(Fault(status=401))  # the fake echoes the key it got, like OpenAI
     cfg = openai_config(openai_server)
     backend = OpenAIImageBackend(cfg)
@@ -150,6 +152,8 @@ def test_key_never_leaks(openai_server):
         repr(cfg),
         str(backend.config_fingerprint()),
     ]
+    assert "127.0.0.1" in caplog.text  # the SDK / httpx DEBUG logs were captured
+    texts.append(caplog.text)
     assert not any(OPENAI_SENTINEL in t or OPENAI_SENTINEL[3:12] in t for t in texts)
 
 

@@ -173,7 +173,7 @@ class GeminiImageBackend:
                 item_id=r.item_id,
                 seed=r.seed,
                 send=lambda eng, r=r: self._send(eng, [r.prompt], r.seed),
-                params=self._params(r.seed),
+                params={**self._params(r.seed), "requested_size": list(r.size)},
             )
             for r in requests
         ]

@@ -292,7 +292,7 @@ class OpenAIImageBackend:
                     item_id=r.item_id,
                     seed=r.seed,
                     send=lambda eng, kw=kwargs: self._send(eng, "generate", kw),
-                    params=self._params(size, r.seed),
+                    params={**self._params(size, r.seed), "requested_size": list(r.size)},
                 )
             )
         return run_image_calls(calls, self.spec, self.retry, self.config.price_per_image)
