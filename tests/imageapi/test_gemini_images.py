@@ -170,3 +170,15 @@ def test_concurrent_results_keep_input_order(gemini_server):
     assert [np.asarray(r.image)[0, 0].tolist() for r in eout] == [
         np.asarray(photo(i))[0, 0].tolist() for i in range(4)
     ]
+
+
+def test_donor_photo_is_sent_before_the_instruction(gemini_server):
+    req = edit_req(3)
+    req.donor = photo(9, (40, 40))
+    [res] = GeminiImageBackend(gemini_config(gemini_server)).edit([req])
+    assert res.status == "ok", res.error
+    assert res.params["donor"] is True
+    body = gemini_server.requests[-1]
+    sizes = [Image.open(io.BytesIO(b)).size for b in request_images(body)]
+    assert sizes == [(80, 64), (40, 40)]
+    assert body["contents"][0]["parts"][-1] == {"text": "add a small blue kite 3"}

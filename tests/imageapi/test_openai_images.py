@@ -184,3 +184,14 @@ def test_concurrent_results_keep_input_order(openai_server):
     assert [np.asarray(r.image)[0, 0].tolist() for r in eout] == [
         np.asarray(photo(i))[0, 0].tolist() for i in range(3)
     ]
+
+
+def test_donor_photo_is_sent_as_second_image(openai_server):
+    req = edit_req(3)
+    req.donor = photo(9, (40, 40))
+    [res] = OpenAIImageBackend(openai_config(openai_server)).edit([req])
+    assert res.status == "ok", res.error
+    assert res.params["donor"] is True
+    [(_, first), (_, second)] = openai_server.edit_files[-1]["image"]
+    assert Image.open(io.BytesIO(first)).size == (80, 64)
+    assert Image.open(io.BytesIO(second)).size == (40, 40)
