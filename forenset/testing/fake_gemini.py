@@ -30,7 +30,7 @@ from forenset.testing._base import (
     png_bytes,
 )
 
-__all__ = ["FakeGemini", "Fault", "request_text", "request_images"]
+__all__ = ["FakeGemini", "Fault", "decode_b64", "request_text", "request_images"]
 
 _ROUTE = re.compile(r"^/(v1|v1beta|v1alpha)/models/([^/:]+):generateContent$")
 _BATCH_ROUTE = re.compile(r"^/(v1|v1beta|v1alpha)/models/([^/:]+):batchGenerateContent$")
@@ -69,9 +69,15 @@ def last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
+def decode_b64(data: str) -> bytes:
+    """Base64 in either alphabet: google-genai sends inline bytes URL-safe (``-_``)."""
+    text = data.strip().replace("+", "-").replace("/", "_")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
 def request_images(body: dict[str, Any]) -> list[bytes]:
     """Decoded inline image bytes of a generateContent request, in order."""
-    return [base64.b64decode(p["inlineData"]["data"]) for p in _parts(body) if "inlineData" in p]
+    return [decode_b64(p["inlineData"]["data"]) for p in _parts(body) if "inlineData" in p]
 
 
 class FakeGemini(FakeServer):

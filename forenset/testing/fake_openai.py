@@ -80,6 +80,9 @@ class FakeOpenAI(FakeServer):
     image_reply(prompt, input_image_or_None, body) -> PNG bytes for images endpoints.
     batch_polls_to_complete: retrieve() calls before a batch completes.
     batch_expire_after: if set, a batch expires having answered only its first N lines.
+    revise_prompts: images replies carry ``revised_prompt`` (as DALL-E 3 returns).
+    Images endpoints honour the same faults as chat (status, delay_s, drop, 401 echo) and
+    the server rate limit.
     """
 
     def __init__(
@@ -102,6 +105,8 @@ class FakeOpenAI(FakeServer):
         self.batch_expire_after = batch_expire_after
         self.files: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, _Batch] = {}
+        self.revise_prompts = False  # images replies carry revised_prompt (like DALL-E 3)
+        self.edit_files: list[dict[str, Any]] = []  # multipart files of each images/edits call
 
     @property
     def base_url(self) -> str:
@@ -211,28 +216,67 @@ class FakeOpenAI(FakeServer):
         w, h = (int(x) for x in str(body.get("size") or "64x64").split("x"))
         return png_bytes(prompt, (w, h))
 
+    def _image_prelude(
+        self, h: BaseHTTPRequestHandler, body: dict[str, Any]
+    ) -> tuple[bool, Fault | None]:
+        """Rate limit, timeouts, drops and latency for images requests, like chat.
+
+        Returns (answered, fault): answered when the request got its reply already (429 from
+        the rate limit, or a dropped connection); fault is what to reply with otherwise.
+        """
+        wait = self.throttle_wait()
+        if wait > 0:
+            err = {"message": "rate limit exceeded", "type": "requests", "code": "rate_limit"}
+            self.send_json(h, 429, {"error": err}, self.retry_headers(wait))
+            return True, None
+        fault = self.next_fault(body)
+        if fault and fault.delay_s:
+            time.sleep(fault.delay_s)
+        if fault and fault.drop:
+            self.drop(h)
+            return True, None
+        self.work(self.latency_s)
+        if fault and fault.status == 401 and fault.message is None:
+            auth = h.headers.get("Authorization", "")
+            fault = Fault(status=401, message=f"Incorrect API key provided: {auth[7:]}")
+        return False, fault
+
+    def _image_data(self, png: bytes, prompt: str) -> dict[str, Any]:
+        item: dict[str, Any] = {"b64_json": b64(png)}
+        if self.revise_prompts:
+            item["revised_prompt"] = f"revised: {prompt}"
+        return item
+
     def _images_generate(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         self.record(h, body)
-        fault = self.next_fault(body)
+        answered, fault = self._image_prelude(h, body)
+        if answered:
+            return None
         if fault and fault.status:
             status, obj, headers = self.completion(body, fault)
             return self.send_json(h, status, obj, headers)
         n = int(body.get("n") or 1)
-        data = [{"b64_json": b64(self._image_reply(body["prompt"], None, body))} for _ in range(n)]
+        prompt = body["prompt"]
+        data = [self._image_data(self._image_reply(prompt, None, body), prompt) for _ in range(n)]
         self.send_json(h, 200, {"created": int(time.time()), "data": data})
 
     def _images_edit(self, h: BaseHTTPRequestHandler, form: dict[str, list[Any]]) -> None:
         prompt = str(form.get("prompt", [""])[0])
         images = form.get("image") or form.get("image[]") or []
+        masks = form.get("mask") or []
         body = {k: v[0] for k, v in form.items() if isinstance(v[0], str)}
-        self.record(h, {**body, "n_images": len(images)})
-        fault = self.next_fault(body)
+        self.record(h, {**body, "n_images": len(images), "n_masks": len(masks)})
+        self.edit_files.append({"image": images, "mask": masks})
+        answered, fault = self._image_prelude(h, body)
+        if answered:
+            return None
         if fault and fault.status:
             status, obj, headers = self.completion(body, fault)
             return self.send_json(h, status, obj, headers)
         first = images[0][1] if images else None
         out = self._image_reply(prompt, first, body)
-        self.send_json(h, 200, {"created": int(time.time()), "data": [{"b64_json": b64(out)}]})
+        data = [self._image_data(out, prompt)]
+        self.send_json(h, 200, {"created": int(time.time()), "data": data})
 
     # -- files -------------------------------------------------------------------------
     def _file_upload(self, h: BaseHTTPRequestHandler, form: dict[str, list[Any]]) -> None:

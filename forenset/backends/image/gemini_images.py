@@ -1,0 +1,204 @@
+"""Gemini image backend (gemini-2.5-flash-image, ...) via google-genai generate_content.
+
+Why it is shaped like this: Gemini makes and edits images through the ordinary
+``generateContent`` call with ``response_modalities=["TEXT", "IMAGE"]``, so it shares the
+chat layer's cached ``genai.Client`` (SDK retries off, key from ``api_key_env``), limiter and
+backoff through ``run_image_calls`` (see openai_images.py). A reply without an image part is
+the model declining (finish reason SAFETY, a blocked prompt, or a text-only answer): a
+terminal error row carrying the model's reason, never a retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.genai import errors as genai_errors
+from google.genai import types
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field
+
+from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
+from forenset.backends.image.openai_images import (
+    ImageCall,
+    ImageReply,
+    RetryPolicy,
+    png_bytes,
+    run_image_calls,
+)
+from forenset.backends.llm.engine import Engine
+from forenset.backends.llm.gemini_chat import _TIMEOUTS, _TRANSPORT, _retry_delay
+from forenset.backends.llm.limits import retry_after_from
+from forenset.backends.llm.openai_chat import error_from_status
+from forenset.backends.llm.secrets import redact
+from forenset.backends.llm.types import LLMCallError, ModelSpec
+
+
+class GeminiImagesConfig(BaseModel):
+    """One Gemini image generator; the key is named by env var, never stored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = "gemini-2.5-flash-image"
+    base_url: str | None = None  # None: generativelanguage.googleapis.com
+    api_key_env: str = "GEMINI_API_KEY"
+    api_version: str = "v1beta"
+    aspect_ratio: str | None = None  # ImageConfig.aspect_ratio, e.g. "1:1", "3:2"
+    send_seed: bool = True  # GenerateContentConfig.seed from the request's seed
+    rpm: float | None = Field(default=None, gt=0)
+    max_concurrency: int = Field(default=4, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=5, ge=0)
+    backoff_base_s: float = Field(default=1.0, ge=0)
+    backoff_max_s: float = Field(default=60.0, ge=0)
+    price_per_image: float = Field(default=0.0, ge=0)  # USD, recorded as params["cost_usd"]
+    params: dict[str, Any] = Field(default_factory=dict)  # extra GenerateContentConfig fields
+
+    def model_spec(self) -> ModelSpec:
+        """The chat layer's spec for this model: selects the shared limiter and SDK client."""
+        return ModelSpec(
+            backend="gemini",
+            model=self.model,
+            base_url=self.base_url,
+            api_key_env=self.api_key_env,
+            api_version=self.api_version,
+            rpm=self.rpm,
+            max_concurrency=self.max_concurrency,
+            timeout_s=self.timeout_s,
+        )
+
+
+# Finish reasons that mean "declined" (besides the chat layer's set).
+_DECLINED = {
+    "SAFETY",
+    "PROHIBITED_CONTENT",
+    "BLOCKLIST",
+    "SPII",
+    "RECITATION",
+    "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT",
+    "IMAGE_RECITATION",
+    "IMAGE_OTHER",
+    "NO_IMAGE",
+    "OTHER",
+}
+
+
+def image_from_response(resp: types.GenerateContentResponse) -> tuple[bytes, dict[str, Any]]:
+    """The first inline image of a reply (and its text), or a terminal refusal error."""
+    feedback = resp.prompt_feedback
+    if feedback is not None and feedback.block_reason:
+        reason = getattr(feedback.block_reason, "value", feedback.block_reason)
+        raise LLMCallError(f"refused: prompt blocked ({reason})", retryable=False)
+    cand = resp.candidates[0] if resp.candidates else None
+    finish = str(cand.finish_reason.value) if cand and cand.finish_reason else ""
+    parts = (cand.content.parts or []) if cand and cand.content else []
+    text = " ".join(p.text for p in parts if p.text and not p.thought).strip()
+    for p in parts:
+        blob = p.inline_data
+        if blob is not None and blob.data and (blob.mime_type or "").startswith("image/"):
+            extra: dict[str, Any] = {"finish_reason": finish}
+            if text:
+                extra["model_text"] = text[:500]
+            return blob.data, extra
+    if finish in _DECLINED:
+        detail = f": {text[:200]}" if text else ""
+        raise LLMCallError(f"refused: finish reason {finish}{detail}", retryable=False)
+    raise LLMCallError(
+        f"refused: reply had no image (finish reason {finish or 'none'}): {text[:200]}",
+        retryable=False,
+    )
+
+
+class GeminiImageBackend:
+    """Text-to-image and instruction editing through Gemini's IMAGE response modality."""
+
+    name = "gemini"
+
+    def __init__(self, config: GeminiImagesConfig) -> None:
+        self.config = config
+        self.spec = config.model_spec()
+        self.retry = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
+
+    def __repr__(self) -> str:
+        return f"GeminiImageBackend(model={self.config.model!r}, base_url={self.config.base_url!r})"
+
+    def config_fingerprint(self) -> dict[str, Any]:
+        """What decides the outputs (for shard fingerprints); holds no key."""
+        return self.config.model_dump()
+
+    def _gen_config(self, seed: int) -> types.GenerateContentConfig:
+        kw: dict[str, Any] = {"response_modalities": ["TEXT", "IMAGE"]}
+        if self.config.send_seed:
+            kw["seed"] = int(seed) % 2**31
+        if self.config.aspect_ratio:
+            kw["image_config"] = types.ImageConfig(aspect_ratio=self.config.aspect_ratio)
+        kw.update(self.config.params)
+        return types.GenerateContentConfig(**kw)
+
+    def _params(self, seed: int) -> dict[str, Any]:
+        return {
+            "aspect_ratio": self.config.aspect_ratio,
+            "n": 1,
+            "seed": seed,
+            "seed_sent": self.config.send_seed,
+            **self.config.params,
+        }
+
+    async def _send(self, eng: Engine, contents: list[Any], seed: int) -> ImageReply:
+        timeout = self.config.timeout_s
+        try:
+            client = eng.backends["gemini"].client(self.spec)  # type: ignore[attr-defined]
+            resp = await client.aio.models.generate_content(
+                model=self.config.model, contents=contents, config=self._gen_config(seed)
+            )
+        except genai_errors.APIError as exc:
+            headers = dict(exc.response.headers) if getattr(exc, "response", None) else {}
+            err = error_from_status(
+                int(exc.code or 500), str(exc.message or exc), exc.status, headers
+            )
+            if err.retry_after_s is None and err.retryable:
+                err.retry_after_s = _retry_delay(exc.details) or retry_after_from(headers)
+            raise err from None
+        except _TIMEOUTS as exc:
+            raise LLMCallError(f"timeout after {timeout:g}s", retryable=True) from exc
+        except _TRANSPORT as exc:
+            raise LLMCallError(f"connection error: {redact(str(exc))}", retryable=True) from exc
+        data, extra = image_from_response(resp)
+        headers = dict(resp.sdk_http_response.headers or {}) if resp.sdk_http_response else {}
+        return ImageReply(data, headers, extra)
+
+    def generate(self, requests: list[GenerateRequest]) -> list[ImageResult]:
+        calls = [
+            ImageCall(
+                item_id=r.item_id,
+                seed=r.seed,
+                send=lambda eng, r=r: self._send(eng, [r.prompt], r.seed),
+                params={**self._params(r.seed), "requested_size": list(r.size)},
+            )
+            for r in requests
+        ]
+        return run_image_calls(calls, self.spec, self.retry, self.config.price_per_image)
+
+    def edit(self, requests: list[EditRequest]) -> list[ImageResult]:
+        calls = []
+        for r in requests:
+            src: Image.Image = r.image.convert("RGB")
+            contents: list[Any] = [
+                types.Part.from_bytes(data=png_bytes(src), mime_type="image/png")
+            ]
+            if r.donor is not None:
+                donor = png_bytes(r.donor.convert("RGB"))
+                contents.append(types.Part.from_bytes(data=donor, mime_type="image/png"))
+            contents.append(str(r.instruction.get("text", "")))
+            params = self._params(r.seed)
+            params.update(donor=r.donor is not None, mask_ignored=r.mask is not None)
+            calls.append(
+                ImageCall(
+                    item_id=r.item_id,
+                    seed=r.seed,
+                    send=lambda eng, c=contents, s=r.seed: self._send(eng, c, s),
+                    params=params,
+                    source_size=src.size,
+                )
+            )
+        return run_image_calls(calls, self.spec, self.retry, self.config.price_per_image)
