@@ -11,6 +11,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from forenset.backends.image.diffusers_config import DiffusersConfig
+from forenset.backends.image.gemini_images import GeminiImagesConfig
+from forenset.backends.image.openai_images import OpenAIImagesConfig
 from forenset.backends.llm.types import LLMSettings
 from forenset.exports.settings import ExportSettings
 from forenset.perturbations.config import PerturbationConfig
@@ -123,7 +125,7 @@ class GeneratorConfig(Strict):
     """One generator of the pool. ``family`` groups generators for held-out test splits."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    backend: Literal["offline", "diffusers"] = "offline"
+    backend: Literal["offline", "diffusers", "openai", "gemini"] = "offline"
     family: str = "classical"
     model: str = "opencv"
     # offline (classical manipulations)
@@ -133,6 +135,9 @@ class GeneratorConfig(Strict):
     faults: FaultRates = FaultRates()
     # diffusers: the pipeline config (its class decides text-to-image vs editing)
     diffusers: DiffusersConfig | None = None
+    # image APIs (gpt-image, Gemini image output); keys come from the env var they name
+    openai: OpenAIImagesConfig | None = None
+    gemini: GeminiImagesConfig | None = None
     t2i_size: tuple[int, int] = (512, 512)  # (width, height) of text-to-image candidates
 
     @model_validator(mode="after")
@@ -149,6 +154,8 @@ class GeneratorConfig(Strict):
         """What this generator can do: 'edit' (photos + instructions) and/or 't2i' (prompts)."""
         if self.backend == "offline":
             return {"edit"}
+        if self.backend in ("openai", "gemini"):
+            return {"edit", "t2i"}
         from forenset.backends.image.registry import pipeline_spec
 
         return {pipeline_spec(self.diffusers.pipeline).task}  # type: ignore[union-attr]
@@ -156,6 +163,19 @@ class GeneratorConfig(Strict):
     def fingerprint(self) -> dict[str, Any]:
         """What shapes this generator's pixels (not operational knobs such as batch size)."""
         d = self.model_dump(mode="json")
+        ops = {
+            "rpm",
+            "max_concurrency",
+            "timeout_s",
+            "max_retries",
+            "backoff_base_s",
+            "backoff_max_s",
+            "api_key_env",
+            "price_per_image",
+        }
+        for api in ("openai", "gemini"):
+            if d.get(api):
+                d[api] = {k: v for k, v in d[api].items() if k not in ops}
         if self.diffusers is not None:
             d["diffusers"] = {
                 k: v

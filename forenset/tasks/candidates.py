@@ -46,6 +46,14 @@ def backend_for(cfg: GeneratorConfig) -> ImageBackend:
             from forenset.backends.image.diffusers_backend import DiffusersBackend
 
             _BACKENDS[key] = DiffusersBackend(cfg.diffusers)
+        elif cfg.backend == "openai":
+            from forenset.backends.image.openai_images import OpenAIImageBackend
+
+            _BACKENDS[key] = OpenAIImageBackend(cfg.openai)
+        elif cfg.backend == "gemini":
+            from forenset.backends.image.gemini_images import GeminiImageBackend
+
+            _BACKENDS[key] = GeminiImageBackend(cfg.gemini)
         else:  # pragma: no cover - guarded by config validation
             raise ValueError(f"unknown image backend {cfg.backend}")
     return _BACKENDS[key]

@@ -21,10 +21,16 @@ def test_cpu_diffusers_config_builds_edits_and_t2i(tmp_path):
     edits = by_gen["ip2p-tiny"]
     assert all(r["source_blob"] and (r["width"], r["height"]) != (0, 0) for r in edits)
     # edits go through Edit-Check; text-to-image images go straight to splits
-    assert {r["generator"] for r in rows(store, "diffs")} == {"cv-telea", "ip2p-tiny", "kontext-tiny"}
+    assert {r["generator"] for r in rows(store, "diffs")} == {
+        "cv-telea",
+        "ip2p-tiny",
+        "kontext-tiny",
+    }
     assert "flux-tiny" in {r["generator"] for r in rows(store, "splits")}
     # held-out family only in test
-    assert {r["split"] for r in rows(store, "splits") if r["generator"] == "kontext-tiny"} <= {"test"}
+    assert {r["split"] for r in rows(store, "splits") if r["generator"] == "kontext-tiny"} <= {
+        "test"
+    }
     # a finished build re-runs nothing (the pipelines are not even loaded)
     _, _, again = run_local(cfg, str(tmp_path / "run"))
     assert sum(again.values()) == 0
