@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -129,6 +130,9 @@ def resolve_device(device: str) -> str:
     return device
 
 
+_TORCH_LOCK = threading.RLock()  # torch's thread count and global RNG are process-wide
+
+
 @functools.lru_cache(maxsize=16)
 def load_encoder(spec: str, device: str = "cpu", input_size: int = 64) -> SurrogateEncoder:
     """Build an encoder from a spec: ``tiny_conv:SEED``, ``tiny_vit:SEED``,
@@ -136,7 +140,7 @@ def load_encoder(spec: str, device: str = "cpu", input_size: int = 64) -> Surrog
     kind, _, arg = spec.partition(":")
     if kind in ("tiny_conv", "tiny_vit"):
         seed = int(arg or 0)
-        with torch.random.fork_rng(devices=[]):
+        with _TORCH_LOCK, torch.random.fork_rng(devices=[]):  # the global torch RNG is shared
             torch.manual_seed(seed)
             net = TinyConvEncoder(input_size) if kind == "tiny_conv" else TinyViTEncoder(input_size)
         net = net.to(device).eval()
@@ -153,13 +157,18 @@ def load_encoder(spec: str, device: str = "cpu", input_size: int = 64) -> Surrog
 
 @contextlib.contextmanager
 def single_thread() -> Iterator[None]:
-    """One intra-op thread for bit-identical CPU results (torch CPU kernels vary by threads)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+    """One intra-op thread for bit-identical CPU results (torch CPU kernels vary by threads).
+
+    The thread count is process-wide, so concurrent shard threads would race on it (one
+    restoring N threads while another attacks): the lock serialises the torch section.
+    """
+    with _TORCH_LOCK:
+        old = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(old)
 
 
 def _to_tensor(imgs: Sequence[np.ndarray], device: str) -> torch.Tensor:
