@@ -84,6 +84,10 @@ def test_build_query_status_and_noop_rerun(tmp_path, cfg_file):
     assert "Nothing to do" in again
     assert (run / "config.yaml").exists() and (run / "config_hash.txt").exists()
     assert (run / "exports" / "parquet" / "train.parquet").exists()
+    out = cli("split", str(run), "--holdout", "faulty").stdout
+    assert "Splits regenerated" in out and "candidates" not in out.split("Shards recomputed")[1]
+    p = cli("split", str(run), "--holdout", "nosuch", check=False)
+    assert p.returncode == 2 and "unknown generator family" in p.stderr
 
 
 def test_user_errors_are_one_sentence(tmp_path, cfg_file):

@@ -95,3 +95,20 @@ def test_barrier_mode_gives_the_same_rows(tmp_path):
     sa, _, _ = run_local(a)
     sb, _, _ = run_local(b, barrier=True)
     assert all_rows(sa) == all_rows(sb)
+
+
+def test_regenerating_splits_recomputes_only_splits_and_later(tmp_path):
+    d = small_config_dict(tmp_path / "r")
+    run_local(validate_config(d))
+    d2 = dict(
+        d,
+        splits={
+            "fractions": {"train": 0.5, "validation": 0.25, "test": 0.25},
+            "holdout_families": ["faulty"],
+        },
+    )
+    store, _, executed = run_local(validate_config(d2))
+    before = ("sources", "captions", "instructions", "candidates", "diffs", "judgments", "verdicts")
+    assert all(executed[s] == 0 for s in before), dict(executed)
+    assert executed["splits"] > 0
+    assert {r["split"] for r in rows(store, "splits") if r["generator"] == "cv-faulty"} <= {"test"}
