@@ -15,9 +15,10 @@ def test_api_generator_edits_and_generates(tmp_path, monkeypatch, kind):
     monkeypatch.setenv("IMG_KEY", "sk-test-generator-key")
     Fake = FakeOpenAI if kind == "openai" else FakeGemini
     with Fake() as server:
+        backend = {"openai": {"backend": "openai"}, "gemini": {"backend": "gemini"}}[kind]
         gen = {
             "name": f"{kind}-img",
-            "backend": kind,
+            **backend,
             "family": "api",
             "t2i_size": [64, 64],
             kind: {"base_url": server.base_url, "api_key_env": "IMG_KEY", "max_retries": 1},
