@@ -1,0 +1,33 @@
+"""Mixed task runners in one Prefect build: threads, processes and Dask give the same rows."""
+
+import pytest
+
+from forenset.config import validate_config
+from forenset.flows.build import run_build
+from forenset.store.run_store import RunStore
+from tests.conftest import small_config_dict
+from tests.helpers import all_rows, run_local
+
+pytestmark = pytest.mark.slow
+
+
+def test_processes_and_dask_runners_match_threads(tmp_path):
+    base = small_config_dict(
+        tmp_path / "ref",
+        sources={"samples": ["coffee", "rocket"], "max_side": 64},
+        scenarios={"enabled": False},
+    )
+    ref, _, _ = run_local(validate_config(base))
+    mixed = dict(
+        base,
+        run_dir=str(tmp_path / "mixed"),
+        runners={
+            "default": {"kind": "threads", "max_workers": 2},
+            "diffs": {"kind": "dask", "max_workers": 2},
+            "perturbations": {"kind": "processes", "max_workers": 2},
+        },
+    )
+    cfg = validate_config(mixed)
+    result = run_build(cfg.run_dir, cfg)
+    assert all(s["failed"] == 0 for s in result["stages"].values())
+    assert all_rows(RunStore(cfg.run_dir)) == all_rows(ref)
