@@ -11,16 +11,42 @@ def quality(clean: np.ndarray, perturbed: np.ndarray) -> dict[str, float]:
     """PSNR (dB, capped at 100) and SSIM (channel-averaged) on uint8 RGB images."""
     if clean.shape != perturbed.shape:
         raise ValueError(f"shape mismatch {clean.shape} vs {perturbed.shape}")
-    from skimage.metrics import peak_signal_noise_ratio, structural_similarity  # scipy.stats: slow
-
     if np.array_equal(clean, perturbed):
         return {"psnr": PSNR_CAP, "ssim": 1.0}
-    psnr = float(peak_signal_noise_ratio(clean, perturbed, data_range=255))
+    a, b = clean.astype(np.float64), perturbed.astype(np.float64)
+    mse = float(np.mean((a - b) ** 2))
+    psnr = 10 * np.log10(255.0**2 / mse) if mse > 0 else PSNR_CAP
     win = min(7, min(clean.shape[:2]) // 2 * 2 - 1)
-    ssim = float(
-        structural_similarity(clean, perturbed, channel_axis=2, data_range=255, win_size=win)
-    )
-    return {"psnr": min(psnr, PSNR_CAP), "ssim": ssim}
+    return {"psnr": float(min(psnr, PSNR_CAP)), "ssim": fast_ssim(a, b, win)}
+
+
+def fast_ssim(a: np.ndarray, b: np.ndarray, win: int = 7) -> float:
+    """skimage's ``structural_similarity`` (uniform window, sample covariance, data range 255,
+    channel-averaged, borders cropped) computed with OpenCV box filters — ~10x faster, same value
+    to ~1e-9 (tests compare the two)."""
+    import cv2
+
+    c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
+    n = win * win
+    cov_norm = n / (n - 1)
+    pad = (win - 1) // 2
+    vals = []
+    for ch in range(a.shape[2] if a.ndim == 3 else 1):
+        x = a[..., ch] if a.ndim == 3 else a
+        y = b[..., ch] if b.ndim == 3 else b
+
+        def f(z: np.ndarray) -> np.ndarray:
+            return cv2.boxFilter(
+                z, cv2.CV_64F, (win, win), normalize=True, borderType=cv2.BORDER_REFLECT
+            )
+
+        ux, uy = f(x), f(y)
+        vx = cov_norm * (f(x * x) - ux * ux)
+        vy = cov_norm * (f(y * y) - uy * uy)
+        vxy = cov_norm * (f(x * y) - ux * uy)
+        s = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux**2 + uy**2 + c1) * (vx + vy + c2))
+        vals.append(float(s[pad : -pad or None, pad : -pad or None].mean()))
+    return float(np.mean(vals))
 
 
 def summarize_splits(

@@ -34,3 +34,9 @@ def test_every_generator_backend_is_exercised_by_a_test():
             f"backend: {b}" in (ROOT / "docs" / "generation.md").read_text()
             or b in (ROOT / "docs" / "generation.md").read_text()
         ), f"generator backend {b} undocumented"
+
+
+def test_test_module_names_are_unique():
+    """pytest's default import mode needs unique basenames; a clash hides a whole folder."""
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
