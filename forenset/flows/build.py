@@ -61,7 +61,7 @@ class StageStats:
     error: int = 0
     kept: int = 0
     discarded: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0  # summed shard work time (read+process+write) of shards run now
     failures: list[str] = field(default_factory=list)
 
 
@@ -138,6 +138,7 @@ class Scheduler:
             setattr(st, k, getattr(st, k) + info.counts.get(k, 0))
         if ran:
             st.run += 1
+            st.seconds += info.counts.get("ms", 0) / 1000  # work time, not time spent queued
         self.on_event("done", spec.stage, st)
         if self.barrier:
             self.held[spec.stage].append(info)
@@ -174,7 +175,6 @@ class Scheduler:
             for fut in finished:
                 spec, t0 = self.inflight.pop(fut)
                 st = self.stats[spec.stage]
-                st.seconds += time.perf_counter() - t0
                 try:
                     info = ShardInfo(**result_of(fut))
                 except Exception as e:  # noqa: BLE001 - a failed shard is reported, the rest goes on
