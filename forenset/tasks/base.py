@@ -128,7 +128,7 @@ class Stage:
         return t
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        raise NotImplementedError  # pragma: no cover - every stage overrides it
+        raise TypeError(f"stage {self.name} must define process() or process_row()")
 
     def counts(self, table: pa.Table) -> dict[str, int]:
         """Row counts recorded in the shard footer (status reads these, not the data)."""
@@ -150,7 +150,7 @@ class RowStage(Stage):
     """A stage computed row by row; an exception in one row becomes that row's error."""
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None) -> Iterable[dict[str, Any]]:
-        raise NotImplementedError  # pragma: no cover
+        raise TypeError(f"row stage {self.name} must define process_row()")
 
     def error_row(self, row: dict[str, Any], message: str, retryable: bool) -> dict[str, Any]:
         """Keep the input's ids so the failure can be traced; the key falls back to the input's."""

@@ -268,7 +268,8 @@ class FakeServer:
             self.send_json(h, 500, {"error": {"message": f"fake server error: {exc!r}"}})
 
     def route(self, h: BaseHTTPRequestHandler, method: str, path: str, body: bytes) -> None:
-        raise NotImplementedError
+        """Each fake (OpenAI, Gemini) answers its own routes; the base answers none."""
+        self.send_json(h, 404, {"error": {"message": f"no route {method} {path}"}})
 
     def next_fault(self, request: dict[str, Any]) -> Fault | None:
         if self.fault_for is not None:
