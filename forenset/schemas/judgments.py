@@ -3,26 +3,13 @@ import pyarrow as pa
 from forenset.schemas.common import F64, USAGE_FIELDS, S, stage_schema
 from forenset.schemas.diffs import SCHEMA as DIFFS
 
-_carry = [
-    DIFFS.field(n)
-    for n in (
-        "candidate_id",
-        "instruction_id",
-        "image_id",
-        "generator",
-        "generator_family",
-        "source_blob",
-        "blob",
-        "caption",
-        "instruction",
-        "kind",
-        "family",
-        "truth",
-        "differences",
-        "psnr",
-        "ssim",
-    )
-]
+# The candidate columns Edit-Check carries from diffs through judgments to verdicts.
+CARRY = (
+    "candidate_id", "instruction_id", "image_id", "generator", "generator_family",
+    "source_blob", "blob", "caption", "instruction", "kind", "family", "truth",
+    "differences", "psnr", "ssim",
+)  # fmt: skip
+_carry = [DIFFS.field(n) for n in CARRY]
 
 SCHEMA = stage_schema(
     *_carry,

@@ -1,28 +1,10 @@
 import pyarrow as pa
 
 from forenset.schemas.common import F64, I64, B, S, stage_schema
+from forenset.schemas.judgments import CARRY
 from forenset.schemas.judgments import SCHEMA as JUDGMENTS
 
-_carry = [
-    JUDGMENTS.field(n)
-    for n in (
-        "candidate_id",
-        "instruction_id",
-        "image_id",
-        "generator",
-        "generator_family",
-        "source_blob",
-        "blob",
-        "caption",
-        "instruction",
-        "kind",
-        "family",
-        "truth",
-        "differences",
-        "psnr",
-        "ssim",
-    )
-]
+_carry = [JUDGMENTS.field(n) for n in CARRY]
 
 SCHEMA = stage_schema(
     *_carry,

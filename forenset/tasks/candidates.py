@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import pyarrow as pa
 from PIL import Image
 
-from forenset.backends.image.base import EditRequest, GenerateRequest, ImageBackend
+from forenset.backends.image.base import EditRequest, GenerateRequest, ImageBackend, ImageResult
 from forenset.backends.image.offline import OfflineEditor
 from forenset.config import GeneratorConfig
 from forenset.images import encode_png
@@ -127,36 +128,39 @@ class Candidates(Stage):
                 "instruction": dumps(provenance),
                 "kind": "t2i",
                 "family": str(r.get("category")),
-                "backend": backend.name,
-                "model": res.model or gcfg.model,
-                "seed": seed,
-                "stage_version": self.version,
-                "latency_s": res.latency_s,
-                "elapsed_ms": res.latency_s * 1000,
             }
-            if res.status != "ok" or res.image is None:
-                out.append(
-                    {
-                        **base,
-                        "status": "error",
-                        "error": res.error or "generator returned no image",
-                        "retryable": res.retryable,
-                    }
-                )
-                continue
-            blob = self.ctx.store.put_blob(encode_png(res.image))
-            out.append(
-                {
-                    **base,
-                    "status": "ok",
-                    "blob": blob,
-                    "width": res.image.width,
-                    "height": res.image.height,
-                    "params": dumps(res.params),
-                    "truth": dumps(res.truth),
-                }
-            )
+            out.append(self.result_row(base, res, backend.name, gcfg, seed))
         return self.to_table(out)
+
+    def result_row(
+        self, base: dict[str, Any], res: ImageResult, backend: str, gcfg: GeneratorConfig, seed: int
+    ) -> dict[str, Any]:
+        """One candidate row from a backend result: the image as a blob, or the error with its reason."""
+        row = {
+            **base,
+            "backend": backend,
+            "model": res.model or gcfg.model,
+            "seed": seed,
+            "stage_version": self.version,
+            "latency_s": res.latency_s,
+            "elapsed_ms": res.latency_s * 1000,
+        }
+        if res.status != "ok" or res.image is None:
+            return {
+                **row,
+                "status": "error",
+                "error": res.error or "generator returned no image",
+                "retryable": res.retryable,
+            }
+        return {
+            **row,
+            "status": "ok",
+            "blob": self.ctx.store.put_blob(encode_png(res.image)),
+            "width": res.image.width,
+            "height": res.image.height,
+            "params": dumps(res.params),
+            "truth": dumps(res.truth),
+        }
 
     def edit(self, batch: pa.Table, shard: ShardSpec) -> pa.Table:
         gcfg = GeneratorConfig.model_validate(shard.params["generator"])
@@ -188,33 +192,6 @@ class Candidates(Stage):
                 "instruction": dumps(ins),
                 "kind": ins["kind"],
                 "family": ins["family"],
-                "backend": backend.name,
-                "model": res.model or gcfg.model,
-                "seed": seed,
-                "stage_version": self.version,
-                "latency_s": res.latency_s,
-                "elapsed_ms": res.latency_s * 1000,
             }
-            if res.status != "ok" or res.image is None:
-                out.append(
-                    {
-                        **base,
-                        "status": "error",
-                        "error": res.error or "generator returned no image",
-                        "retryable": res.retryable,
-                    }
-                )
-                continue
-            blob = store.put_blob(encode_png(res.image))
-            out.append(
-                {
-                    **base,
-                    "status": "ok",
-                    "blob": blob,
-                    "width": res.image.width,
-                    "height": res.image.height,
-                    "params": dumps(res.params),
-                    "truth": dumps(res.truth),
-                }
-            )
+            out.append(self.result_row(base, res, backend.name, gcfg, seed))
         return self.to_table(out)

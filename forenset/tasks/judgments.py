@@ -17,30 +17,13 @@ import pyarrow as pa
 
 from forenset.backends.llm import LLMSettings
 from forenset.backends.rule_judge import RULE_VERSION, judge
-from forenset.schemas.judgments import SCHEMA
+from forenset.schemas.judgments import CARRY, SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec
 from forenset.tasks.modelcall import call_validated, model_stage_config, request
 from forenset.text.checks import validate_judgment
 from forenset.text.models import AlignmentJudgment
 
 TEMPLATES = ("alignment_judge",)
-CARRY = (
-    "candidate_id",
-    "instruction_id",
-    "image_id",
-    "generator",
-    "generator_family",
-    "source_blob",
-    "blob",
-    "caption",
-    "instruction",
-    "kind",
-    "family",
-    "truth",
-    "differences",
-    "psnr",
-    "ssim",
-)
 
 
 def evidence(differences_json: str | None, grounding_json: str | None) -> dict[str, Any]:
