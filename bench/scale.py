@@ -237,6 +237,13 @@ def child(rows: int, shard_size: int, workers: int, run_dir: str) -> dict[str, A
     t0 = time.perf_counter()
     st = status_path(RunStore(run_dir))
     status_s = time.perf_counter() - t0
+    from forenset.store.views import connect
+
+    t0 = time.perf_counter()
+    con = connect(RunStore(run_dir), [s.name for s in BENCH_STAGES])
+    count = con.execute("SELECT count(*) FROM judgments").fetchone()[0]
+    query_s = time.perf_counter() - t0
+    assert count == rows, (count, rows)
     return {
         "rows": rows,
         "shards_per_stage": -(-rows // shard_size),
@@ -249,6 +256,7 @@ def child(rows: int, shard_size: int, workers: int, run_dir: str) -> dict[str, A
         "rss_before_mb": rss0,
         "peak_rss_mb": rss_build,
         "status_inprocess_s": status_s,
+        "query_inprocess_s": query_s,
         "status": st,
     }
 
@@ -257,6 +265,25 @@ def timed_cli(*args: str) -> tuple[float, str]:
     t0 = time.perf_counter()
     p = subprocess.run(
         [sys.executable, "-m", "forenset.cli", *args], capture_output=True, text=True, check=True
+    )
+    return time.perf_counter() - t0, p.stdout
+
+
+LEAN_STATUS = """
+import sys, time
+t0 = time.perf_counter()
+from forenset.store.run_store import RunStore
+store = RunStore(sys.argv[1])
+state = store.read_json("state.json", default={})
+rows = {n: sum(s.rows for s in store.manifest(n)) for n in store.stages_present()}
+print(state.get("status"), rows, f"{time.perf_counter() - t0:.3f}")
+"""
+
+
+def timed_python(code: str, *args: str) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    p = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
     )
     return time.perf_counter() - t0, p.stdout
 
@@ -282,6 +309,8 @@ def main() -> None:
             r = json.loads(out.strip().splitlines()[-1])
             r["cli_status_s"], status_out = timed_cli("status", run)
             r["cli_version_s"], _ = timed_cli("--help")  # interpreter + CLI import alone
+            r["lean_status_s"], lean = timed_python(LEAN_STATUS, run)  # run store import only
+            assert str(n) in lean, lean
             r["cli_query_s"], q = timed_cli(
                 "query", run, "SELECT count(*) AS n FROM judgments", "-f", "json"
             )
@@ -308,6 +337,11 @@ def main() -> None:
             f"`forenset status` CLI {r['cli_status_s']:.2f}s "
             f"(of which interpreter+imports ~{r['cli_version_s']:.2f}s: `forenset --help`); "
             f"`forenset query` count(*) {r['cli_query_s']:.2f}s -> {r['query_count']:,}"
+        )
+        print(
+            f"    same status read in a process importing only the run store: "
+            f"{r['lean_status_s']:.2f}s; the query in process (views + count): "
+            f"{1000 * r['query_inprocess_s']:.0f} ms"
         )
     if len(results) >= 2:
         a_, b_ = results[0], results[-1]
