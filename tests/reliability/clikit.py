@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,6 +29,18 @@ def tiny_config_dict(run_dir: str | Path) -> dict:
 
 def tiny_cfg(run_dir: str | Path):
     return validate_config(tiny_config_dict(run_dir))
+
+
+@functools.cache
+def reference() -> tuple[dict[str, list[dict]], int]:
+    """Rows of an uninterrupted bare-loop build of the tiny config and its shard file count,
+    computed once per test process (several modules compare against it)."""
+    from tests.helpers import all_rows, run_local
+
+    run = Path(tempfile.mkdtemp(prefix="forenset-reliability-ref-")) / "run"
+    store, stats, _ = run_local(tiny_cfg(run))
+    assert not any(s.failures for s in stats.values())
+    return all_rows(store), committed(run)
 
 
 def write_config(tmp_path: Path) -> Path:

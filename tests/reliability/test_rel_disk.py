@@ -7,24 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from forenset.config import validate_config
 from forenset.store.run_store import RunStore
-from tests.conftest import small_config_dict
 from tests.helpers import all_rows, run_local
+from tests.reliability.clikit import reference, tiny_cfg
 from tests.reliability.faultyfs import PROTOCOL, FaultyFS, register
-
-
-def tiny_cfg(run_dir: str):
-    """Two photos, one generator, no safety path: every stage, a few shards each."""
-    return validate_config(
-        small_config_dict(
-            run_dir,
-            shard_size=1,
-            sources={"samples": ["astronaut", "coffee"], "max_side": 64},
-            generators=[{"name": "cv-a", "family": "classical"}],
-            scenarios={"enabled": False},
-        )
-    )
 
 
 @pytest.fixture
@@ -52,15 +38,13 @@ def assert_nothing_partial(store: RunStore, root: Path) -> None:
             assert store.shard_info(stage, info.shard_id, info.partition) is not None, info.path
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    store, stats, _ = run_local(tiny_cfg(str(tmp_path_factory.mktemp("ref") / "run")))
-    assert not any(s.failures for s in stats.values())
-    return all_rows(store)
+@pytest.fixture
+def ref():
+    return reference()[0]
 
 
 @pytest.mark.parametrize("budget", [60_000, 400_000])
-def test_full_disk_fails_clearly_then_resumes(tmp_path, faulty, reference, budget):
+def test_full_disk_fails_clearly_then_resumes(tmp_path, faulty, ref, budget):
     root = tmp_path / "run"
     uri = f"{PROTOCOL}://{root}"
     cfg = tiny_cfg(uri)
@@ -80,11 +64,11 @@ def test_full_disk_fails_clearly_then_resumes(tmp_path, faulty, reference, budge
     faulty.configure(budget=None)  # space freed: the same command continues
     _, stats, executed = run_local(cfg, uri)
     assert not any(s.failures for s in stats.values())
-    assert all_rows(RunStore(uri)) == reference
+    assert all_rows(RunStore(uri)) == ref
     assert_nothing_partial(RunStore(uri), root)
 
 
-def test_read_only_run_dir_is_one_clear_error(tmp_path, faulty, reference):
+def test_read_only_run_dir_is_one_clear_error(tmp_path, faulty, ref):
     root = tmp_path / "run"
     uri = f"{PROTOCOL}://{root}"
     run_local(tiny_cfg(uri), uri)  # a finished build, then the volume turns read-only
@@ -96,4 +80,4 @@ def test_read_only_run_dir_is_one_clear_error(tmp_path, faulty, reference):
     assert info.value.errno == errno.EROFS and "Read-only file system" in str(info.value)
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == before
     faulty.reset()
-    assert all_rows(RunStore(uri)) == reference  # the finished build is untouched
+    assert all_rows(RunStore(uri)) == ref  # the finished build is untouched

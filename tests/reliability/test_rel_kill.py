@@ -15,23 +15,15 @@ import pytest
 
 from forenset.seeds import rng_for
 from forenset.store.run_store import RunStore
-from tests.helpers import all_rows, run_local
-from tests.reliability.clikit import (
-    committed,
-    kill_group,
-    start_build,
-    tiny_cfg,
-    write_config,
-)
+from tests.helpers import all_rows
+from tests.reliability.clikit import committed, kill_group, reference, start_build, write_config
 
 
 @pytest.mark.parametrize(
     "kills", [pytest.param(2, id="2-kills"), pytest.param(6, id="6-kills", marks=pytest.mark.slow)]
 )
 def test_sigkill_group_at_random_points_then_resume(tmp_path, kills):
-    ref_store, _, _ = run_local(tiny_cfg(tmp_path / "ref"))
-    ref = all_rows(ref_store)
-    total = committed(tmp_path / "ref")
+    ref, total = reference()
     cfg = write_config(tmp_path)
     run = tmp_path / "killed"
     rng = rng_for("reliability", "sigkill", kills)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from forenset.store.run_store import RunStore
-from tests.helpers import all_rows, run_local
-from tests.reliability.clikit import start_build, tiny_cfg, write_config
+from tests.helpers import all_rows
+from tests.reliability.clikit import reference, start_build, write_config
 
 
 def test_two_concurrent_builds_one_runs(tmp_path):
-    ref = all_rows(run_local(tiny_cfg(tmp_path / "ref"))[0])
+    ref, _ = reference()
     cfg = write_config(tmp_path)
     run = tmp_path / "shared"
     procs = [start_build(cfg, run), start_build(cfg, run)]
