@@ -88,12 +88,16 @@ class RunStore:
         final = self.path(rel)
         self.fs.makedirs(posixpath.dirname(final), exist_ok=True)
         tmp = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
-        with self.fs.open(tmp, "wb") as f:
-            f.write(data)
-            if self.is_local:
-                f.flush()
-                os.fsync(f.fileno())
-        self.fs.mv(tmp, final)
+        try:
+            with self.fs.open(tmp, "wb") as f:
+                f.write(data)
+                if self.is_local:
+                    f.flush()
+                    os.fsync(f.fileno())
+            self.fs.mv(tmp, final)
+        except BaseException:
+            _remove_quietly(self.fs, tmp)  # a failed write (ENOSPC, EROFS...) leaves nothing
+            raise
 
     def read_bytes(self, rel: str) -> bytes:
         with self.fs.open(self.path(rel), "rb") as f:
@@ -269,6 +273,13 @@ class RunStore:
 
 
 _LOCK_DEPTH: dict[str, int] = {}
+
+
+def _remove_quietly(fs: Any, path: str) -> None:
+    try:
+        fs.rm(path)
+    except (FileNotFoundError, OSError):
+        pass
 
 
 def _pid_alive(pid: int) -> bool:

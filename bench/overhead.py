@@ -1,0 +1,172 @@
+"""Prefect overhead: the demo build through the Prefect flow vs the same stages in a bare loop.
+
+Same config (examples/demo.yaml, offline), a fresh run directory for every build, the same
+number of workers (the config's default thread runner). Order: a trivial flow (cold: starts
+the ephemeral API server), the same trivial flow again (warm), then bare / Prefect builds
+alternated ``--repeat`` times; the ratio uses the medians (the machine is shared). CPU
+seconds (this process and the API server child, via psutil when installed) are printed as a
+load-independent figure.
+
+    PYTHONPATH=$PWD python bench/overhead.py [--repeat 2] [--config examples/demo.yaml]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+_PREFECT_HOME = tempfile.mkdtemp(prefix="forenset-bench-prefect-")
+os.environ.setdefault("PREFECT_HOME", _PREFECT_HOME)
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def trivial_flow_seconds() -> float:
+    from prefect import flow
+
+    @flow(name="forenset-bench-noop")
+    def noop() -> int:
+        return 1
+
+    t0 = time.perf_counter()
+    noop()
+    return time.perf_counter() - t0
+
+
+def noop_tasks_seconds(n: int, workers: int) -> float:
+    """Wall time of ``n`` empty tasks on a ThreadPoolTaskRunner: Prefect's own per-task cost."""
+    from prefect import flow, task
+    from prefect.cache_policies import NO_CACHE
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    @task(cache_policy=NO_CACHE, persist_result=False)
+    def empty(i: int) -> int:
+        return i
+
+    @flow(name="forenset-bench-tasks", task_runner=ThreadPoolTaskRunner(max_workers=workers))
+    def many() -> int:
+        return sum(f.result() for f in [empty.submit(i) for i in range(n)])
+
+    t0 = time.perf_counter()
+    many()
+    return time.perf_counter() - t0
+
+
+class CPU:
+    """CPU seconds of this process and of its children (the ephemeral API server)."""
+
+    def __init__(self) -> None:
+        try:
+            import psutil
+
+            self.me = psutil.Process()
+        except ImportError:  # psutil is optional: wall times only
+            self.me = None
+
+    def now(self) -> tuple[float, float]:
+        if self.me is None:
+            return 0.0, 0.0
+        t = self.me.cpu_times()
+        kids = 0.0
+        for c in self.me.children(recursive=True):
+            try:
+                ct = c.cpu_times()
+                kids += ct.user + ct.system
+            except Exception:  # noqa: BLE001 - a child that just exited
+                pass
+        return t.user + t.system, kids
+
+
+def bare(cfg, workers: int) -> tuple[float, int]:
+    from forenset.flows.local import run_local
+    from forenset.tasks.export import export_dataset
+
+    with tempfile.TemporaryDirectory(prefix="forenset-bare-") as d:
+        t0 = time.perf_counter()
+        store, stats, executed = run_local(cfg, d, workers=workers)
+        export_dataset(store, cfg)  # run_build exports too
+        wall = time.perf_counter() - t0
+    assert not any(s.failures for s in stats.values()), "bare build had failed shards"
+    return wall, sum(executed.values())
+
+
+def prefect(cfg) -> tuple[float, int]:
+    from forenset.flows.build import run_build
+
+    with tempfile.TemporaryDirectory(prefix="forenset-prefect-") as d:
+        t0 = time.perf_counter()
+        out = run_build(d, cfg)
+        wall = time.perf_counter() - t0
+    assert not any(s["failed"] for s in out["stages"].values()), "Prefect build had failures"
+    return wall, sum(s["run"] for s in out["stages"].values())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", default=None, help="build config (default examples/demo.yaml)")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    from forenset.config import load_config
+
+    cfg = load_config(a.config)
+    rc = cfg.runner_for("sources")
+    workers = rc.max_workers
+    print(f"config: {a.config or 'examples/demo.yaml'}; runner {rc.kind} x {workers} workers")
+    print(f"load average at start: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
+    cold = trivial_flow_seconds()
+    warm = trivial_flow_seconds()
+    print(f"first flow in process (ephemeral API start + flow): {cold:.2f}s")
+    print(f"second flow, same process (warm):                  {warm:.2f}s")
+    n_noop = 100
+    noop_s = noop_tasks_seconds(n_noop, workers)
+    print(
+        f"{n_noop} empty tasks, {workers} threads: {noop_s:.2f}s -> "
+        f"{1000 * noop_s / n_noop * workers:.0f} ms per task per worker"
+    )
+    cpu = CPU()
+    bares, prefects, tasks = [], [], 0
+    cpu_b, cpu_p = [], []
+    for i in range(a.repeat):
+        c0 = cpu.now()
+        b, n = bare(cfg, workers)
+        c1 = cpu.now()
+        p, tasks = prefect(cfg)
+        c2 = cpu.now()
+        assert n == tasks, f"bare loop ran {n} shards, Prefect {tasks}"
+        bares.append(b)
+        prefects.append(p)
+        cb = (c1[0] - c0[0], c1[1] - c0[1])
+        cp = (c2[0] - c1[0], c2[1] - c1[1])
+        cpu_b.append(sum(cb))
+        cpu_p.append(sum(cp))
+        print(
+            f"round {i + 1}: bare loop {b:.2f}s (cpu {cb[0]:.1f}s), Prefect flow (warm server) "
+            f"{p:.2f}s (cpu {cp[0]:.1f}s + API server {cp[1]:.1f}s), "
+            f"load {os.getloadavg()[0]:.1f}"
+        )
+    b, p = statistics.median(bares), statistics.median(prefects)
+    print(
+        f"wall: Prefect / bare = {p / b:.3f} (goal <= 1.15; medians of {a.repeat}); "
+        f"{tasks} shard tasks -> {1000 * (p - b) / tasks * workers:.0f} ms per task per worker "
+        f"(NOTES.md: ~6-10 ms per thread-runner task)"
+    )
+    if cpu.me is not None:
+        cb, cp = statistics.median(cpu_b), statistics.median(cpu_p)
+        print(
+            f"cpu (this process + API server): Prefect / bare = {cp / cb:.3f}; "
+            f"{1000 * (cp - cb) / tasks:.0f} ms CPU per task"
+        )
+    print(
+        f"cold first build would add the server start: ({p + cold - warm:.2f}s) / {b:.2f}s = "
+        f"{(p + cold - warm) / b:.3f}"
+    )
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
