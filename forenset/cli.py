@@ -189,18 +189,17 @@ def status(
     ] = False,
 ) -> None:
     """Per stage: shards done/pending, rows ok/error, kept/discarded (from shard footers, no data scan)."""
-    from forenset.flows.build import STAGES
-    from forenset.store.run_store import RunStore
-
     store = _open(run_dir)
     state = store.read_json("state.json", default={}) or {}
+    # stage names in DAG order from the build's own record: status imports no stage code
+    names = state.get("order") or list(state.get("stages", {})) or store.stages_present()
     console.print(f"{run_dir}: build {state.get('status', 'never run')}")
     table = Table()
     for col in ("stage", "shards done", "pending", "rows", "ok", "error", "kept", "discarded"):
         table.add_column(col, justify="left" if col == "stage" else "right")
-    for s in STAGES:
-        shards = store.manifest(s.name)
-        st = state.get("stages", {}).get(s.name, {})
+    for name in names:
+        shards = store.manifest(name)
+        st = state.get("stages", {}).get(name, {})
         pending = (
             max(0, st.get("planned", 0) - st.get("done", 0))
             if state.get("status") != "complete"
@@ -210,17 +209,16 @@ def status(
             k: sum(x.counts.get(k, 0) for x in shards) for k in ("ok", "error", "kept", "discarded")
         }
         table.add_row(
-            s.name,
+            name,
             str(len(shards)),
             str(pending),
             str(sum(x.rows for x in shards)),
             str(c["ok"]),
             str(c["error"]),
-            str(c["kept"]) if s.name == "verdicts" else "",
-            str(c["discarded"]) if s.name == "verdicts" else "",
+            str(c["kept"]) if name == "verdicts" else "",
+            str(c["discarded"]) if name == "verdicts" else "",
         )
     console.print(table)
-    assert isinstance(store, RunStore)
     if details:
         from forenset import stats as st_mod
         from forenset.flows.build import TABLES

@@ -202,6 +202,7 @@ class Scheduler:
             "state.json",
             {
                 "status": status,
+                "order": list(self.stats),  # DAG order (the JSON keys below are sorted)
                 "config_hash": self.ctx.config.config_hash(),
                 "time": time.time(),
                 "stages": {
