@@ -302,10 +302,13 @@ def _mount_subapps() -> None:
     app.add_typer(exports_app)  # export, import-annotations, report at top level
 
 
-_mount_subapps()
+CORE_COMMANDS = {"build", "status", "query", "split"}
 
 
 def main() -> None:
+    # the sub-apps import the perturbation catalogue and exporters (~0.5 s): only when needed
+    if len(sys.argv) < 2 or sys.argv[1] not in CORE_COMMANDS:
+        _mount_subapps()
     app()
 
 
