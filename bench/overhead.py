@@ -7,7 +7,7 @@ alternated ``--repeat`` times; the ratio uses the medians (the machine is shared
 seconds (this process and the API server child, via psutil when installed) are printed as a
 load-independent figure.
 
-    PYTHONPATH=$PWD python bench/overhead.py [--repeat 2] [--config examples/demo.yaml]
+    PYTHONPATH=$PWD python bench/overhead.py [--repeat 3] [--untagged] [--config examples/demo.yaml]
 """
 
 from __future__ import annotations
@@ -95,13 +95,28 @@ def bare(cfg, workers: int) -> tuple[float, int]:
     return wall, sum(executed.values())
 
 
-def prefect(cfg) -> tuple[float, int]:
+def prefect(cfg, tags: bool = True) -> tuple[float, int]:
+    """A warm ``run_build``. ``tags=False`` drops the per-stage task tags (diagnosis: every
+    tagged task run acquires and releases a tag concurrency-slot lease through the API)."""
+    from prefect.tasks import Task
+
     from forenset.flows.build import run_build
 
-    with tempfile.TemporaryDirectory(prefix="forenset-prefect-") as d:
-        t0 = time.perf_counter()
-        out = run_build(d, cfg)
-        wall = time.perf_counter() - t0
+    original = Task.with_options
+
+    def without_tags(self, *args, **kwargs):
+        kwargs.pop("tags", None)
+        return original(self, *args, **kwargs)
+
+    if not tags:
+        Task.with_options = without_tags
+    try:
+        with tempfile.TemporaryDirectory(prefix="forenset-prefect-") as d:
+            t0 = time.perf_counter()
+            out = run_build(d, cfg)
+            wall = time.perf_counter() - t0
+    finally:
+        Task.with_options = original
     assert not any(s["failed"] for s in out["stages"].values()), "Prefect build had failures"
     return wall, sum(s["run"] for s in out["stages"].values())
 
@@ -110,6 +125,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default=None, help="build config (default examples/demo.yaml)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--untagged", action="store_true", help="also run the flow without per-stage task tags"
+    )
     a = ap.parse_args()
     from forenset.config import load_config
 
@@ -130,7 +148,7 @@ def main() -> None:
     )
     cpu = CPU()
     bares, prefects, tasks = [], [], 0
-    cpu_b, cpu_p = [], []
+    cpu_b, cpu_p, untagged = [], [], []
     for i in range(a.repeat):
         c0 = cpu.now()
         b, n = bare(cfg, workers)
@@ -138,6 +156,10 @@ def main() -> None:
         p, tasks = prefect(cfg)
         c2 = cpu.now()
         assert n == tasks, f"bare loop ran {n} shards, Prefect {tasks}"
+        if a.untagged:
+            u, _ = prefect(cfg, tags=False)
+            untagged.append(u)
+            print(f"round {i + 1}: Prefect flow without task tags {u:.2f}s (ratio {u / b:.3f})")
         bares.append(b)
         prefects.append(p)
         cb = (c1[0] - c0[0], c1[1] - c0[1])
@@ -155,6 +177,9 @@ def main() -> None:
         f"{tasks} shard tasks -> {1000 * (p - b) / tasks * workers:.0f} ms per task per worker "
         f"(NOTES.md: ~6-10 ms per thread-runner task)"
     )
+    if untagged:
+        u = statistics.median(untagged)
+        print(f"wall without task tags: Prefect / bare = {u / b:.3f} (medians of {a.repeat})")
     if cpu.me is not None:
         cb, cp = statistics.median(cpu_b), statistics.median(cpu_p)
         print(
