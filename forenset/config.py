@@ -40,6 +40,10 @@ class RunnerConfig(Strict):
     batch_shards: int = Field(16, ge=1, le=10_000)
     batch_wait_s: float = Field(2.0, ge=0, le=600)  # how long to gather shards before a run starts
     max_concurrent_runs: int = Field(4, ge=1, le=1024)
+    # tag shard tasks "forenset:<stage>" so a Prefect tag concurrency limit can cap them. Off by
+    # default: Prefect takes a concurrency lease through the API for every tagged task run
+    # (~0.4 s each on a loaded 2-core machine, bench/overhead.py), even with no limit set.
+    concurrency_tag: bool = False
 
     @model_validator(mode="after")
     def _deployment(self) -> RunnerConfig:

@@ -313,7 +313,11 @@ def _build(
         _shard_task_fn, name="shard", cache_policy=NO_CACHE, persist_result=False, retries=0
     )
     tasks = {
-        s.name: shard_task.with_options(name=s.name, tags=[f"forenset:{s.name}"]) for s in STAGES
+        s.name: shard_task.with_options(
+            name=s.name,
+            tags=[f"forenset:{s.name}"] if cfg.runner_for(s.name).concurrency_tag else [],
+        )
+        for s in STAGES
     }
     with ExitStack() as stack:
         runners: dict[str, Any] = {}
