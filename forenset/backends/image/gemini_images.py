@@ -19,9 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
 from forenset.backends.image.openai_images import (
+    ApiImageBackend,
     ImageCall,
     ImageReply,
-    RetryPolicy,
     png_bytes,
     run_image_calls,
 )
@@ -109,22 +109,11 @@ def image_from_response(resp: types.GenerateContentResponse) -> tuple[bytes, dic
     )
 
 
-class GeminiImageBackend:
+class GeminiImageBackend(ApiImageBackend):
     """Text-to-image and instruction editing through Gemini's IMAGE response modality."""
 
     name = "gemini"
-
-    def __init__(self, config: GeminiImagesConfig) -> None:
-        self.config = config
-        self.spec = config.model_spec()
-        self.retry = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
-
-    def __repr__(self) -> str:
-        return f"GeminiImageBackend(model={self.config.model!r}, base_url={self.config.base_url!r})"
-
-    def config_fingerprint(self) -> dict[str, Any]:
-        """What decides the outputs (for shard fingerprints); holds no key."""
-        return self.config.model_dump()
+    config: GeminiImagesConfig
 
     def _gen_config(self, seed: int) -> types.GenerateContentConfig:
         kw: dict[str, Any] = {"response_modalities": ["TEXT", "IMAGE"]}

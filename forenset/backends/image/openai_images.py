@@ -225,22 +225,31 @@ def status_error(exc: openai.APIStatusError) -> LLMCallError:
     return error_from_status(exc.status_code, message, exc.code, headers)
 
 
-class OpenAIImageBackend:
-    """Text-to-image (``images.generate``) and editing (``images.edit``) via the OpenAI SDK."""
+class ApiImageBackend:
+    """What the image-API backends share: config, chat-layer model spec, retry policy."""
 
-    name = "openai"
+    name = ""
 
-    def __init__(self, config: OpenAIImagesConfig) -> None:
+    def __init__(self, config: Any) -> None:
         self.config = config
         self.spec = config.model_spec()
         self.retry = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
 
-    def __repr__(self) -> str:
-        return f"OpenAIImageBackend(model={self.config.model!r}, base_url={self.config.base_url!r})"
+    def __repr__(self) -> str:  # never shows the key
+        return (
+            f"{type(self).__name__}(model={self.config.model!r}, base_url={self.config.base_url!r})"
+        )
 
     def config_fingerprint(self) -> dict[str, Any]:
         """What decides the outputs (for shard fingerprints); holds no key."""
         return self.config.model_dump()
+
+
+class OpenAIImageBackend(ApiImageBackend):
+    """Text-to-image (``images.generate``) and editing (``images.edit``) via the OpenAI SDK."""
+
+    name = "openai"
+    config: OpenAIImagesConfig
 
     def _base_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"model": self.config.model, "n": 1}
