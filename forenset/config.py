@@ -298,6 +298,9 @@ class BuildConfig(Strict):
     prompts: PromptsConfig = PromptsConfig()
     export: ExportConfig = ExportConfig()
     runners: dict[str, RunnerConfig] = {"default": RunnerConfig()}
+    # keep freed image buffers in the worker's heap instead of mmap/munmap per op (glibc
+    # mallopt; forenset/runtime.py): fewer page faults, better scaling across worker processes
+    tune_allocator: bool = True
 
     @model_validator(mode="after")
     def _unique_generators(self) -> BuildConfig:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import warnings
 from dataclasses import dataclass, field
@@ -93,19 +94,30 @@ def to_rgb8(im: Image.Image, steps: list[str]) -> Image.Image:
 
 
 def encode_png(img: Image.Image | np.ndarray) -> bytes:
-    """Lossless PNG of an RGB image. OpenCV at compression 1: several times faster than
-    Pillow's default for a little more disk; deterministic for the same pixels."""
+    """Lossless PNG of an RGB image, tuned for speed: OpenCV, zlib level 1, the "Up" row filter
+    and run-length matching. On 512² photos this encodes ~2x faster than OpenCV's adaptive
+    filters at level 1 (and ~4x faster than Pillow's default), decodes ~1.5x faster and is a
+    few % *smaller*; deterministic for the same pixels (``bench/perturb_stage.py``)."""
     import cv2
 
     arr = np.asarray(img.convert("RGB")) if isinstance(img, Image.Image) else img
     if arr.ndim == 2:
         arr = np.stack([arr] * 3, -1)
-    ok, enc = cv2.imencode(
-        ".png", np.ascontiguousarray(arr[..., ::-1]), [cv2.IMWRITE_PNG_COMPRESSION, 1]
-    )
+    ok, enc = cv2.imencode(".png", np.ascontiguousarray(arr[..., ::-1]), _png_params())
     if not ok:  # pragma: no cover - OpenCV refuses only malformed arrays
         raise ValueError("PNG encoding failed")
     return enc.tobytes()
+
+
+@functools.cache
+def _png_params() -> list[int]:
+    import cv2
+
+    return [
+        cv2.IMWRITE_PNG_COMPRESSION, 1,
+        cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_UP,
+        cv2.IMWRITE_PNG_STRATEGY, cv2.IMWRITE_PNG_STRATEGY_RLE,
+    ]  # fmt: skip
 
 
 def decode_rgb(data: bytes) -> np.ndarray:

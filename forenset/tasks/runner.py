@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from forenset.config import BuildConfig
+from forenset.runtime import tune_allocator
 from forenset.store.run_store import RunStore, ShardInfo
 from forenset.tasks.base import ShardSpec, Stage, StageContext
 
@@ -25,6 +26,8 @@ def context_for(run_uri: str, config: BuildConfig | dict[str, Any]) -> StageCont
 
 
 def execute_shard(stage: Stage, spec: ShardSpec) -> ShardInfo:
+    if stage.ctx.config.tune_allocator:  # once per worker process; see forenset/runtime.py
+        tune_allocator()
     t0 = time.perf_counter()
     batch = stage.read_inputs(spec)
     out = stage.process(batch, spec)
