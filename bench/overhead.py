@@ -2,8 +2,8 @@
 
 Same config (examples/demo.yaml, offline), a fresh run directory for every build, the same
 number of workers (the config's default thread runner). Order: a trivial flow (cold: starts
-the ephemeral API server), the same trivial flow again (warm), then bare / Prefect builds
-alternated ``--repeat`` times; the ratio uses the medians (the machine is shared). CPU
+the ephemeral API server), the same trivial flow again (warm), one unmeasured bare and Prefect
+build (imports and first-use caches), then bare / Prefect builds alternated ``--repeat`` times; the ratio uses the medians (the machine is shared). CPU
 seconds (this process and the API server child, via psutil when installed) are printed as a
 load-independent figure.
 
@@ -24,6 +24,34 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def photo_folder(n: int, out: str) -> str:
+    """``n`` distinct real photos for a bigger run of the demo stages: crops of the bundled
+    samples at varied offsets and scales (mirrored every other round), written as PNG."""
+    import cv2
+    import numpy as np
+
+    from forenset.tasks.sources import load_sample_bytes, sample_manifest
+
+    base = []
+    for rec in sample_manifest():
+        arr = cv2.imdecode(np.frombuffer(load_sample_bytes(rec["loader"]), np.uint8), 1)
+        if arr is not None and min(arr.shape[:2]) >= 256:
+            base.append(arr)
+    os.makedirs(out, exist_ok=True)
+    for i in range(n):
+        img = base[i % len(base)]
+        k = i // len(base)
+        h, w = img.shape[:2]
+        frac = 0.9 - 0.1 * (k % 4)
+        ch, cw = int(h * frac), int(w * frac)
+        y0, x0 = (h - ch) * ((k * 37) % 11) // 10, (w - cw) * ((k * 53) % 11) // 10
+        crop = img[y0 : y0 + ch, x0 : x0 + cw]
+        if k % 2:
+            crop = crop[:, ::-1]
+        cv2.imwrite(os.path.join(out, f"photo-{i:04d}.png"), crop)
+    return out
 
 
 def trivial_flow_seconds() -> float:
@@ -55,6 +83,84 @@ def noop_tasks_seconds(n: int, workers: int) -> float:
     t0 = time.perf_counter()
     many()
     return time.perf_counter() - t0
+
+
+_BUF = bytes(1 << 20)
+
+
+def _burn(loops: int) -> int:
+    """Shard-like work: hashing releases the GIL, as OpenCV, NumPy and I/O do in real stages."""
+    import hashlib
+
+    for _ in range(loops):
+        hashlib.sha256(_BUF).digest()
+    return loops
+
+
+def _calibrate() -> float:
+    """sha256 loops per millisecond on this machine (one thread)."""
+    t0 = time.perf_counter()
+    _burn(200)
+    return 200 / ((time.perf_counter() - t0) * 1000)
+
+
+def sweep(workers: int, config_hash: str) -> None:
+    """Prefect's cost per task against the work in a shard: N shard-shaped tasks of W ms each,
+    through a Prefect flow (thread runner, the same task options and parameters as the build)
+    and through a bare thread pool, side by side. Tells how large a shard must be."""
+    import concurrent.futures as cf
+
+    from prefect import flow, task
+    from prefect.cache_policies import NO_CACHE
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    per_ms = _calibrate()
+
+    def shard(stage_name: str, spec: dict, run_uri: str, config_hash: str) -> dict:
+        return {"rows": _burn(spec["loops"])}
+
+    shard_task = task(shard, name="shard", cache_policy=NO_CACHE, persist_result=False)
+
+    @flow(name="forenset-bench-sweep", task_runner=ThreadPoolTaskRunner(max_workers=workers))
+    def through_prefect(specs: list[dict]) -> int:
+        futs = [
+            shard_task.with_options(task_run_name=f"s:{i}").submit(
+                stage_name="s", spec=sp, run_uri="/tmp/x", config_hash=config_hash
+            )
+            for i, sp in enumerate(specs)
+        ]
+        return sum(f.result()["rows"] for f in futs)
+
+    def bare_pool(specs: list[dict]) -> int:
+        with cf.ThreadPoolExecutor(workers) as ex:
+            futs = [ex.submit(shard, "s", sp, "/tmp/x", config_hash) for sp in specs]
+            return sum(f.result()["rows"] for f in futs)
+
+    total_ms = 16000  # the same work in every row, cut into shards of different sizes
+    print(
+        f"shard-size sweep: {total_ms / 1000:.0f} s of work on {workers} threads "
+        f"(sha256 loops, {per_ms:.1f} per ms); the fixed per-flow cost is the warm trivial flow"
+    )
+    fixed = statistics.median(trivial_flow_seconds() for _ in range(3))
+    print(f"  fixed cost of one flow run (trivial flow, warm, median of 3): {fixed:.2f}s")
+    print("  work/shard  shards  bare     Prefect  ratio   per-task cost (net of the flow's)")
+    for ms in (50, 200, 1000, 4000):
+        n = total_ms // ms
+        specs = [{"loops": max(1, round(ms * per_ms))} for _ in range(n)]
+        bs, ps = [], []
+        for _ in range(2):  # alternated, medians: this VM's speed drifts by 10-30 %
+            t0 = time.perf_counter()
+            bare_pool(specs)
+            bs.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            through_prefect(specs)
+            ps.append(time.perf_counter() - t0)
+        b, p = statistics.median(bs), statistics.median(ps)
+        per_task = max(0.0, p - b - fixed) / n * workers
+        print(
+            f"  {ms:7d} ms  {n:6d}  {b:6.2f}s  {p:6.2f}s  {p / b:5.3f}   {1000 * per_task:5.0f} ms "
+            f"= {100 * per_task / (ms / 1000):.1f} % of the shard's work"
+        )
 
 
 class CPU:
@@ -126,15 +232,37 @@ def main() -> None:
     ap.add_argument("--config", default=None, help="build config (default examples/demo.yaml)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument(
+        "--sweep", action="store_true", help="also time synthetic shards of 50 ms..4 s of work"
+    )
+    ap.add_argument(
+        "--photos",
+        type=int,
+        default=0,
+        help="run the demo stages on N photos (crops of the bundled ones) instead of the 10",
+    )
+    ap.add_argument("--shard-size", type=int, default=None, help="override the config's shard_size")
+    ap.add_argument(
         "--untagged", action="store_true", help="also run the flow without per-stage task tags"
     )
     a = ap.parse_args()
     from forenset.config import load_config
 
     cfg = load_config(a.config)
+    if a.shard_size:
+        cfg = cfg.model_copy(update={"shard_size": a.shard_size})
+    if a.photos:
+        folder = photo_folder(a.photos, tempfile.mkdtemp(prefix="forenset-bench-photos-"))
+        cfg = cfg.model_copy(
+            update={
+                "sources": cfg.sources.model_copy(update={"samples": "none", "folders": [folder]})
+            }
+        )
+        print(f"sources: {a.photos} photos in {folder}")
     rc = cfg.runner_for("sources")
     workers = rc.max_workers
-    print(f"config: {a.config or 'examples/demo.yaml'}; runner {rc.kind} x {workers} workers")
+    print(
+        f"config: {a.config or 'examples/demo.yaml'}; shard_size {cfg.shard_size}; runner {rc.kind} x {workers} workers"
+    )
     print(f"load average at start: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
     cold = trivial_flow_seconds()
     warm = trivial_flow_seconds()
@@ -146,6 +274,13 @@ def main() -> None:
         f"{n_noop} empty tasks, {workers} threads: {noop_s:.2f}s -> "
         f"{1000 * noop_s / n_noop * workers:.0f} ms per task per worker"
     )
+    if a.sweep:
+        sweep(workers, cfg.config_hash())
+    # Warm-up, not measured: the first build in a process pays imports, first-use caches and
+    # the sample decoding; counting it would flatter whichever side runs first.
+    wb, _ = bare(cfg, workers)
+    wp, _ = prefect(cfg)
+    print(f"warm-up (not counted): bare loop {wb:.2f}s, Prefect flow {wp:.2f}s")
     cpu = CPU()
     bares, prefects, tasks = [], [], 0
     cpu_b, cpu_p, untagged = [], [], []
@@ -171,6 +306,8 @@ def main() -> None:
             f"{p:.2f}s (cpu {cp[0]:.1f}s + API server {cp[1]:.1f}s), "
             f"load {os.getloadavg()[0]:.1f}"
         )
+    if not bares:
+        return
     b, p = statistics.median(bares), statistics.median(prefects)
     print(
         f"wall: Prefect / bare = {p / b:.3f} (goal <= 1.15; medians of {a.repeat}); "

@@ -256,9 +256,9 @@ def result_of(fut: Any) -> dict[str, Any]:
 
 
 def _shard_task_fn(
-    stage_name: str, spec: dict[str, Any], run_uri: str, config: dict[str, Any]
+    stage_name: str, spec: dict[str, Any], run_uri: str, config_hash: str
 ) -> dict[str, Any]:
-    ctx = context_for(run_uri, config)
+    ctx = context_for(run_uri, config_hash)  # the config itself is read from the run directory
     stage = STAGE_BY_NAME[stage_name](ctx)
     return execute_shard(stage, ShardSpec.from_json(spec)).to_json()
 
@@ -319,6 +319,7 @@ def _build(
         )
         for s in STAGES
     }
+    config_hash = cfg.config_hash()  # tasks carry only the hash; config.yaml holds the config
     with ExitStack() as stack:
         runners: dict[str, Any] = {}
         by_cfg: dict[str, Any] = {}
@@ -339,7 +340,7 @@ def _build(
                     "stage_name": stage_name,
                     "spec": spec.to_json(),
                     "run_uri": run_uri,
-                    "config": config,
+                    "config_hash": config_hash,
                 },
             )
 

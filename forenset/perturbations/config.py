@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .registry import SPLITS
@@ -83,6 +85,9 @@ class PerturbationConfig(BaseModel):
     exclude_families: list[str] = Field(default_factory=list)
     adversarial: AdversarialConfig = Field(default_factory=AdversarialConfig)
     single_thread: bool = True  # cv2/torch one thread while perturbing: bit-identical output
+    # SSIM of each perturbed image vs its clean one: "wang" = the reference ssim.m recipe (luma,
+    # downsampled to ~256 px, Gaussian window); "skimage" = per RGB channel at full size (quality.py)
+    ssim: Literal["wang", "skimage"] = "wang"
 
     def schedule(self, split: str) -> SplitSchedule:
         if split not in SPLITS:

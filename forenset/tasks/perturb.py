@@ -41,7 +41,7 @@ class Perturbations(SplitPartitioned, RowStage):
                 out, rec = perturb_image(clean, split=row["split"], seed=seed, config=pcfg)
             except (ValueError, RuntimeError) as e:  # deterministic for this seed: not retryable
                 raise StageRowError(f"perturbation variant {v} failed: {e}") from None
-            q = quality(clean, out)
+            q = quality(clean, out, pcfg.ssim)
             yield {
                 "perturbation_id": f"{row['sample_id']}-p{v}",
                 "sample_id": row["sample_id"],

@@ -15,14 +15,40 @@ _CTX: dict[tuple[str, str], StageContext] = {}
 _LOCK = threading.Lock()
 
 
-def context_for(run_uri: str, config: BuildConfig | dict[str, Any]) -> StageContext:
-    """One context (store + config) per process and config, reused across shards."""
-    cfg = config if isinstance(config, BuildConfig) else BuildConfig.model_validate(config)
+def context_for(run_uri: str, config: BuildConfig | dict[str, Any] | str) -> StageContext:
+    """One context (store + config) per process and config, reused across shards.
+
+    ``config`` may be a config *hash*: shard tasks carry only that, and a worker that has not
+    seen it yet reads ``config.yaml`` from the run directory (the build writes it before any
+    shard runs). Prefect walks every task parameter several times per task, so a 4 KB config
+    dict per task cost ~8 ms of CPU each (``docs/benchmarks.md``)."""
+    if isinstance(config, str):
+        with _LOCK:
+            if (run_uri, config) in _CTX:
+                return _CTX[(run_uri, config)]
+        cfg = _config_from_run_dir(run_uri, config)
+    else:
+        cfg = config if isinstance(config, BuildConfig) else BuildConfig.model_validate(config)
     key = (run_uri, cfg.config_hash())
     with _LOCK:
         if key not in _CTX:
             _CTX[key] = StageContext(RunStore(run_uri), cfg)
         return _CTX[key]
+
+
+def _config_from_run_dir(run_uri: str, config_hash: str) -> BuildConfig:
+    import yaml
+
+    store = RunStore(run_uri)
+    if not store.exists("config.yaml"):
+        raise RuntimeError(f"{run_uri} has no config.yaml: shard tasks need the build's config")
+    cfg = BuildConfig.model_validate(yaml.safe_load(store.read_bytes("config.yaml")))
+    if cfg.config_hash() != config_hash:
+        raise RuntimeError(
+            f"config.yaml in {run_uri} has hash {cfg.config_hash()}, but this shard belongs to a "
+            f"build with config {config_hash}: another build changed the run directory"
+        )
+    return cfg
 
 
 def execute_shard(stage: Stage, spec: ShardSpec) -> ShardInfo:

@@ -27,6 +27,42 @@ def test_degradation_increases_train_validation_test() -> None:
     assert res["train"]["ssim"] > res["validation"]["ssim"] > res["test"]["ssim"]
 
 
+def test_wang_ssim_is_the_reference_recipe() -> None:
+    """SSIM "wang" = skimage's Wang-compatible settings on the luma downsampled as ssim.m does
+    (factor, symmetric padding, block mean), for even, odd and non-multiple sizes."""
+    import cv2
+    from skimage.metrics import structural_similarity
+
+    from forenset.perturbations.quality import luma_downsampled
+
+    rng = rng_for("q-wang")
+    big = cv2.resize(photos(96)[0], (641, 515))  # factor 2, odd sizes: padded
+    for img in (big, big[:383, :600], photos(96)[1], big[:700, :640]):
+        f = max(1, int(min(img.shape[:2]) / 256 + 0.5))
+        y = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float64)
+        h, w = -(-y.shape[0] // f) * f, -(-y.shape[1] // f) * f
+        padded = np.pad(y, ((0, h - y.shape[0]), (0, w - y.shape[1])), mode="symmetric")
+        expect = padded.reshape(h // f, f, w // f, f).mean(axis=(1, 3))
+        assert np.allclose(luma_downsampled(img), expect, atol=1e-3), img.shape
+        for sigma in (3, 40):
+            noisy = np.clip(img + rng.normal(0, sigma, img.shape), 0, 255).astype(np.uint8)
+            ref = structural_similarity(
+                luma_downsampled(img).astype(np.float64),
+                luma_downsampled(noisy).astype(np.float64),
+                gaussian_weights=True,
+                sigma=1.5,
+                use_sample_covariance=False,
+                data_range=255,
+            )
+            got = quality(img, noisy)["ssim"]
+            assert abs(got - ref) < 1e-5, (img.shape, sigma, got, ref)
+    # the factor rounds as MATLAB does: 640/256 = 2.5 -> 3 (Python's round() gives 2)
+    assert luma_downsampled(np.zeros((700, 640, 3), np.uint8)).shape == (234, 214)
+    assert luma_downsampled(np.zeros((384, 600, 3), np.uint8)).shape == (192, 300)
+    assert luma_downsampled(np.zeros((383, 600, 3), np.uint8)).shape == (383, 600)
+    assert luma_downsampled(np.zeros((300, 300, 3), np.uint8)).shape == (300, 300)
+
+
 def test_quality_matches_scikit_image(small_img: np.ndarray) -> None:
     """The OpenCV/float32 PSNR and SSIM equal skimage's on real photos, small and odd sizes,
     grey images, and on heavy and light degradations."""
@@ -39,7 +75,7 @@ def test_quality_matches_scikit_image(small_img: np.ndarray) -> None:
     for img in cases:
         for sigma in (2, 25, 90):
             noisy = np.clip(img + rng.normal(0, sigma, img.shape), 0, 255).astype(np.uint8)
-            q = quality(img, noisy)
+            q = quality(img, noisy, "skimage")
             assert abs(q["psnr"] - peak_signal_noise_ratio(img, noisy, data_range=255)) < 1e-9
             ref = structural_similarity(img, noisy, channel_axis=2, data_range=255)
             assert abs(q["ssim"] - ref) < 1e-6, (img.shape, sigma, q["ssim"], ref)
