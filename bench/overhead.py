@@ -3,11 +3,16 @@
 Same config (examples/demo.yaml, offline), a fresh run directory for every build, the same
 number of workers (the config's default thread runner). Order: a trivial flow (cold: starts
 the ephemeral API server), the same trivial flow again (warm), one unmeasured bare and Prefect
-build (imports and first-use caches), then bare / Prefect builds alternated ``--repeat`` times; the ratio uses the medians (the machine is shared). CPU
-seconds (this process and the API server child, via psutil when installed) are printed as a
-load-independent figure.
+build (imports and first-use caches), then bare / Prefect builds alternated ``--repeat``
+times; the ratio uses the medians (the machine is shared). CPU seconds (this process and the
+API server child, via psutil when installed) are printed as a load-independent figure.
 
-    PYTHONPATH=$PWD python bench/overhead.py [--repeat 3] [--untagged] [--config examples/demo.yaml]
+``--photos N`` runs the demo stages on N real photos (crops of the bundled samples) instead
+of the 10 samples; ``--shard-size S`` overrides the demo's 4 rows per shard; ``--sweep`` times
+synthetic shard-shaped tasks of 50 ms..4 s of work, Prefect vs a bare thread pool.
+
+    PYTHONPATH=$PWD python bench/overhead.py [--repeat 3] [--photos 64 --shard-size 16]
+        [--sweep] [--untagged] [--config examples/demo.yaml]
 """
 
 from __future__ import annotations
