@@ -31,9 +31,10 @@ class Strict(BaseModel):
 class RunnerConfig(Strict):
     """Where a stage's shard tasks run. threads suit API-bound stages, processes CPU-bound ones."""
 
-    kind: Literal["threads", "processes", "dask", "deployment"] = "threads"
+    kind: Literal["threads", "processes", "dask", "ray", "deployment"] = "threads"
     max_workers: int = Field(4, ge=1, le=512)
-    address: str | None = None  # dask scheduler address; None starts a LocalCluster
+    # dask scheduler / ray cluster address; None starts a local cluster of max_workers CPUs
+    address: str | None = None
     # kind=deployment: shards are sent in batches to a deployed shard flow (e.g. on a GPU pool),
     # so each run loads its model once and processes many shards. The run dir must be shared.
     deployment: str | None = None  # "<flow name>/<deployment name>", e.g. "forenset-shards/gpu"
@@ -49,6 +50,11 @@ class RunnerConfig(Strict):
     def _deployment(self) -> RunnerConfig:
         if self.kind == "deployment" and not self.deployment:
             raise ValueError("kind 'deployment' needs 'deployment: <flow>/<deployment>'")
+        if self.kind == "ray":
+            import importlib.util
+
+            if importlib.util.find_spec("prefect_ray") is None:  # optional extra
+                raise ValueError("kind 'ray' needs prefect-ray: pip install 'forenset[ray]'")
         return self
 
 

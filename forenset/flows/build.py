@@ -222,8 +222,9 @@ def wait_any(futs: list[Any]) -> list[Any]:
     """Block until at least one future is done.
 
     Thread-runner futures wrap real ``concurrent.futures.Future`` objects (``cf.wait`` works);
-    process-runner futures wrap an unpickling proxy and Dask futures are their own kind, so
-    those are polled through ``done()`` — mixing runners in one build must not break waiting.
+    process-runner futures wrap an unpickling proxy, Dask futures and Ray object refs are their
+    own kinds, so those are polled (``done()``, ``ray.wait``) — mixing runners in one build
+    must not break waiting.
     """
     wrapped = {getattr(f, "wrapped_future", f): f for f in futs}
     real = [w for w in wrapped if type(w) is cf.Future]
@@ -243,6 +244,11 @@ def wait_any(futs: list[Any]) -> list[Any]:
 def _is_done(w: Any, f: Any) -> bool:
     if hasattr(w, "done"):
         return bool(w.done())
+    if type(w).__name__ == "ObjectRef":  # Ray: ask Ray, not the Prefect API, every poll
+        import ray
+
+        ready, _ = ray.wait([w], timeout=0)
+        return bool(ready)
     return f.state.is_final()
 
 
@@ -274,7 +280,17 @@ def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | No
         return ThreadPoolTaskRunner(max_workers=rc.max_workers)
     if rc.kind == "processes":
         return ProcessPoolTaskRunner(max_workers=rc.max_workers)
-    from prefect_dask import DaskTaskRunner  # optional extra
+    if rc.kind == "ray":
+        try:
+            from prefect_ray import RayTaskRunner
+        except ImportError:
+            raise RuntimeError(
+                "runner kind 'ray' needs prefect-ray: pip install 'forenset[ray]'"
+            ) from None
+        if rc.address:
+            return RayTaskRunner(address=rc.address)
+        return RayTaskRunner(init_kwargs={"num_cpus": rc.max_workers, "include_dashboard": False})
+    from prefect_dask import DaskTaskRunner
 
     if rc.address:
         return DaskTaskRunner(address=rc.address)

@@ -38,3 +38,16 @@ def test_missing_file_and_bad_yaml(tmp_path):
 def test_duplicate_generator_names_rejected():
     with pytest.raises(ConfigError, match="unique"):
         validate_config({"generators": [{"name": "a"}, {"name": "a"}]})
+
+
+def test_ray_runner_without_prefect_ray_is_one_sentence(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "prefect_ray" else real(name)
+    )
+    with pytest.raises(ConfigError) as e:
+        validate_config({"runners": {"default": {"kind": "threads"}, "diffs": {"kind": "ray"}}})
+    msg = str(e.value)
+    assert "runners.diffs" in msg and "forenset[ray]" in msg and "\n" not in msg

@@ -31,3 +31,28 @@ def test_processes_and_dask_runners_match_threads(tmp_path):
     result = run_build(cfg.run_dir, cfg)
     assert all(s["failed"] == 0 for s in result["stages"].values())
     assert all_rows(RunStore(cfg.run_dir)) == all_rows(ref)
+
+
+def test_ray_runner_matches_threads(tmp_path):
+    """A stage on a local Ray cluster (prefect-ray) writes the same rows as the thread runner.
+    Ray workers are separate processes: they get only the config hash and read config.yaml."""
+    base = small_config_dict(
+        tmp_path / "ref",
+        sources={"samples": ["coffee", "rocket"], "max_side": 64},
+        scenarios={"enabled": False},
+    )
+    ref, _, _ = run_local(validate_config(base))
+    cfg = validate_config(
+        dict(
+            base,
+            run_dir=str(tmp_path / "ray"),
+            runners={
+                "default": {"kind": "threads", "max_workers": 2},
+                "perturbations": {"kind": "ray", "max_workers": 2},
+            },
+        )
+    )
+    result = run_build(cfg.run_dir, cfg)
+    assert all(s["failed"] == 0 for s in result["stages"].values())
+    assert result["stages"]["perturbations"]["run"] > 0
+    assert all_rows(RunStore(cfg.run_dir)) == all_rows(ref)
