@@ -11,13 +11,19 @@ from tests.helpers import all_rows, run_local
 pytestmark = pytest.mark.slow
 
 
-def test_processes_and_dask_runners_match_threads(tmp_path):
+def _reference(tmp_path):
+    """A small config and the rows the bare thread loop writes for it."""
     base = small_config_dict(
         tmp_path / "ref",
         sources={"samples": ["coffee", "rocket"], "max_side": 64},
         scenarios={"enabled": False},
     )
     ref, _, _ = run_local(validate_config(base))
+    return base, ref
+
+
+def test_processes_and_dask_runners_match_threads(tmp_path):
+    base, ref = _reference(tmp_path)
     mixed = dict(
         base,
         run_dir=str(tmp_path / "mixed"),
@@ -36,12 +42,7 @@ def test_processes_and_dask_runners_match_threads(tmp_path):
 def test_ray_runner_matches_threads(tmp_path):
     """A stage on a local Ray cluster (prefect-ray) writes the same rows as the thread runner.
     Ray workers are separate processes: they get only the config hash and read config.yaml."""
-    base = small_config_dict(
-        tmp_path / "ref",
-        sources={"samples": ["coffee", "rocket"], "max_side": 64},
-        scenarios={"enabled": False},
-    )
-    ref, _, _ = run_local(validate_config(base))
+    base, ref = _reference(tmp_path)
     cfg = validate_config(
         dict(
             base,
