@@ -6,9 +6,12 @@ Layout::
     <run>/blobs/ab/<sha256>.png  images, content addressed
     <run>/stages/<stage>/[<k>=<v>/]<shard>.parquet   one file per shard, hive partitioned
     <run>/stages/<stage>/_manifest.json              the shards of the current build (what views read)
+    <run>/_tmp/<name>.tmp-<random>                   files being written, renamed into place when whole
 
 A shard's Parquet footer carries its fingerprint, content id and row counts, so the file
 itself is the commit record: it is written under a temporary name and renamed into place.
+Every temporary lives in ``_tmp/``, so a resumed build sweeps what a killed one left by
+listing one folder, not by walking millions of blobs.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 META_KEY = b"forenset"
+TMP_DIR = "_tmp"  # temporaries of atomic writes (same volume as the run, so rename is atomic)
+
+
+def temp_name(final: str) -> str:
+    """A unique temporary name for ``final``'s contents, kept recognisable (``.tmp-``)."""
+    return f"{posixpath.basename(final)}.tmp-{uuid.uuid4().hex[:8]}"
 
 
 class RunLockedError(RuntimeError):
@@ -87,7 +96,8 @@ class RunStore:
         """Write to a temporary sibling, then rename: readers never see a partial file."""
         final = self.path(rel)
         self.fs.makedirs(posixpath.dirname(final), exist_ok=True)
-        tmp = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
+        self.fs.makedirs(self.path(TMP_DIR), exist_ok=True)
+        tmp = self.path(TMP_DIR, temp_name(final))
         try:
             with self.fs.open(tmp, "wb") as f:
                 f.write(data)
@@ -248,13 +258,24 @@ class RunStore:
             _LOCK_DEPTH[key] = 1
 
     def remove_temp_files(self) -> int:
-        """Delete temporaries left by a killed build (call only while holding the lock)."""
-        base = self.path("stages")
-        if not self.fs.exists(base):
-            return 0
-        tmps = [p for p in self.fs.find(base) if ".tmp-" in posixpath.basename(p)]
+        """Delete temporaries left by a killed build (call only while holding the lock).
+
+        All of them are in ``_tmp/``; ``stages/`` is also swept for the sibling temporaries that
+        runs written before ``_tmp/`` existed may hold (a few thousand shard files at most), and
+        ``exports/`` for a killed export's partial file."""
+        tmps: list[str] = []
+        sweep = (
+            (self.path(TMP_DIR), False),
+            (self.path("stages"), True),
+            (self.path("exports"), True),
+        )
+        for base, deep in sweep:
+            if not self.fs.exists(base):
+                continue
+            found = self.fs.find(base) if deep else self.fs.ls(base, detail=False)
+            tmps += [p for p in found if ".tmp-" in posixpath.basename(p)]
         for p in tmps:
-            self.fs.rm(p)
+            _remove_quietly(self.fs, p)
         return len(tmps)
 
     def release_lock(self) -> None:

@@ -113,3 +113,36 @@ def test_lock_refuses_second_holder_and_takes_over_stale(tmp_path):
     s.acquire_lock()  # dead pid: taken over
     s.release_lock()
     assert not (tmp_path / "build.lock").exists()
+
+
+def test_killed_writes_leave_temporaries_only_in_tmp_and_resume_sweeps_them(tmp_path):
+    """A build killed between a blob's write and its rename (the CI failure of stop 12) leaves
+    its temporary in ``_tmp/``, never beside the blobs; the next build's sweep removes it and
+    older-layout siblings in stages/ and exports/, and keeps every committed file."""
+    import subprocess
+    import sys
+
+    crash = (
+        "import os, sys\n"
+        "from forenset.store.run_store import RunStore\n"
+        "s = RunStore(sys.argv[1])\n"
+        "s.fs.mv = lambda *a, **k: os._exit(9)  # die after the bytes are written\n"
+        "s.put_blob(b'half-done image')\n"
+    )
+    p = subprocess.run([sys.executable, "-c", crash, str(tmp_path)], capture_output=True)
+    assert p.returncode == 9, p.stderr
+    left = [q for q in tmp_path.rglob("*") if ".tmp-" in q.name]
+    assert len(left) == 1 and left[0].parent.name == "_tmp", left
+    assert not (tmp_path / "blobs").exists() or not any((tmp_path / "blobs").rglob("*.tmp-*"))
+    s = RunStore(str(tmp_path))
+    kept = s.put_blob(b"committed image")
+    info = s.write_shard("x", "s0", pa.table({"id": ["1"], "status": ["ok"]}), fingerprint="f")
+    legacy = [tmp_path / "stages/x/s1.parquet.tmp-0badf00d", tmp_path / "exports/a.parquet.tmp-1"]
+    for q in legacy:
+        q.parent.mkdir(parents=True, exist_ok=True)
+        q.write_bytes(b"partial")
+    assert s.remove_temp_files() == 3
+    assert not [q for q in tmp_path.rglob("*") if ".tmp-" in q.name]
+    assert s.get_blob(kept) == b"committed image"
+    assert s.shard_info("x", "s0", {}).fingerprint == info.fingerprint
+    assert s.remove_temp_files() == 0

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from typing import Any
 
 import fsspec
 
 from forenset.backends.llm.jsonout import json_schema_for
 from forenset.backends.llm.types import ChatRequest, ModelSpec
+from forenset.store.run_store import TMP_DIR, temp_name
 
 
 def cache_key(spec: ModelSpec, req: ChatRequest) -> str:
@@ -62,7 +62,8 @@ class ResponseCache:
         path = self.path(key)
         folder = path.rsplit("/", 1)[0]
         self.fs.makedirs(folder, exist_ok=True)
-        tmp = f"{folder}/.tmp-{uuid.uuid4().hex}.json"
+        self.fs.makedirs(f"{self.root}/{TMP_DIR}", exist_ok=True)
+        tmp = f"{self.root}/{TMP_DIR}/{temp_name(path)}"  # swept by a resumed build
         with self.fs.open(tmp, "wb") as f:
             f.write(json.dumps({"key": key, **entry}, sort_keys=True).encode("utf-8"))
         self.fs.mv(tmp, path)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from typing import Any
 
 import fsspec
+
+from forenset.store.run_store import TMP_DIR, temp_name
 
 _LOCK = threading.Lock()
 
@@ -37,7 +38,8 @@ class BatchLedger:
             lines = [json.dumps(e, sort_keys=True) for e in self.events()]
             lines.append(json.dumps({"ts": time.time(), **event}, sort_keys=True))
             self.fs.makedirs(f"{self.root}/ledger", exist_ok=True)
-            tmp = f"{self.root}/ledger/.tmp-{uuid.uuid4().hex}.jsonl"
+            self.fs.makedirs(f"{self.root}/{TMP_DIR}", exist_ok=True)
+            tmp = f"{self.root}/{TMP_DIR}/{temp_name(self.path)}"  # swept by a resumed build
             with self.fs.open(tmp, "wb") as f:
                 f.write(("\n".join(lines) + "\n").encode("utf-8"))
             self.fs.mv(tmp, self.path)
