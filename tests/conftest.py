@@ -42,3 +42,20 @@ def small_cfg(tmp_path):
     from forenset.config import validate_config
 
     return validate_config(small_config_dict(tmp_path / "run"))
+
+
+@pytest.fixture(params=["aiohttp-installed", "httpx-only"])
+def genai_transport(request, monkeypatch):
+    """Run a Gemini test as if aiohttp were installed and as if it were not.
+
+    google-genai switches its async requests to aiohttp whenever aiohttp is importable (Ray's
+    ``ray[default]`` brings it), so timeouts, error mapping and key scrubbing are checked under
+    both: the backend pins an httpx transport and must behave the same either way."""
+    from google.genai import _api_client
+
+    if request.param == "aiohttp-installed":
+        pytest.importorskip("aiohttp", reason="the dev extra installs aiohttp for this case")
+        monkeypatch.setattr(_api_client, "has_aiohttp", True)
+    else:
+        monkeypatch.setattr(_api_client, "has_aiohttp", False)
+    return request.param

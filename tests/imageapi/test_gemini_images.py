@@ -10,6 +10,7 @@ import logging
 import re
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from forenset.backends.image.gemini_images import GeminiImageBackend
@@ -122,6 +123,7 @@ def test_text_only_reply_is_terminal_with_the_models_words(gemini_server):
     assert "no image" in res.error and "I can't make images of that." in res.error
 
 
+@pytest.mark.usefixtures("genai_transport")
 def test_timeout_is_retryable_after_retries(gemini_server):
     gemini_server.script(Fault(delay_s=1.0), Fault(delay_s=1.0))
     cfg = gemini_config(gemini_server, timeout_s=0.25, max_retries=1)
@@ -130,6 +132,7 @@ def test_timeout_is_retryable_after_retries(gemini_server):
     assert "timeout" in res.error and res.params["attempts"] == 2
 
 
+@pytest.mark.usefixtures("genai_transport")
 def test_key_never_leaks(gemini_server, caplog):
     caplog.set_level(logging.DEBUG)
     gemini_server.script(Fault(status=401))  # the fake echoes the key it got

@@ -55,6 +55,7 @@ def test_429_retry_info_and_500_are_retried(gemini_server, stage):
     assert res.status == "ok" and res.attempts == 3 and res.latency_s >= 0.2
 
 
+@pytest.mark.usefixtures("genai_transport")
 def test_timeout_is_retried(gemini_server, stage):
     gemini_server.script(Fault(delay_s=1.0))
     spec = gemini_spec(gemini_server, timeout_s=0.3)

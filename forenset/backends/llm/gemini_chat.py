@@ -22,8 +22,10 @@ try:  # google-genai prefers the httpx2 fork when it is installed
 
     _TIMEOUTS: tuple[type[BaseException], ...] = (httpx.TimeoutException, httpx2.TimeoutException)
     _TRANSPORT: tuple[type[BaseException], ...] = (httpx.TransportError, httpx2.TransportError)
+    _ASYNC_TRANSPORT: Any = httpx2.AsyncHTTPTransport
 except ImportError:  # pragma: no cover - depends on the environment
     _TIMEOUTS, _TRANSPORT = (httpx.TimeoutException,), (httpx.TransportError,)
+    _ASYNC_TRANSPORT = httpx.AsyncHTTPTransport
 
 _BLOCKED = {
     "SAFETY",
@@ -100,6 +102,10 @@ class GeminiChat:
                 api_version=spec.api_version or "v1beta",
                 timeout=int(spec.timeout_s * 1000),
                 retry_options=types.HttpRetryOptions(attempts=1),
+                # An explicit transport pins the SDK to httpx: with aiohttp installed (ray[default]
+                # pulls it in) google-genai would send async requests through aiohttp, where our
+                # timeouts, exception mapping and key-scrubbed request logs do not apply.
+                async_client_args={"transport": _ASYNC_TRANSPORT()},
             )
             self._clients[ck] = genai.Client(api_key=key, http_options=opts)
         return self._clients[ck]
