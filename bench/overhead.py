@@ -229,7 +229,11 @@ def prefect(cfg, tags: bool = True) -> tuple[float, int]:
     finally:
         Task.with_options = original
     assert not any(s["failed"] for s in out["stages"].values()), "Prefect build had failures"
+    LAST_TASKS[0] = out.get("tasks", 0)
     return wall, sum(s["run"] for s in out["stages"].values())
+
+
+LAST_TASKS = [0]  # Prefect task runs of the last build (shards are bundled into tasks)
 
 
 def main() -> None:
@@ -308,7 +312,7 @@ def main() -> None:
         cpu_p.append(sum(cp))
         print(
             f"round {i + 1}: bare loop {b:.2f}s (cpu {cb[0]:.1f}s), Prefect flow (warm server) "
-            f"{p:.2f}s (cpu {cp[0]:.1f}s + API server {cp[1]:.1f}s), "
+            f"{p:.2f}s (cpu {cp[0]:.1f}s + API server {cp[1]:.1f}s, {LAST_TASKS[0]} tasks), "
             f"load {os.getloadavg()[0]:.1f}"
         )
     if not bares:

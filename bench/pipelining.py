@@ -19,7 +19,7 @@ from forenset.config import load_config
 from forenset.flows.build import STAGE_BY_NAME, Scheduler
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import StageContext
-from forenset.tasks.runner import execute_shard
+from forenset.tasks.runner import run_shards
 
 
 def run(barrier: bool, delay: float, workers: int, slow: str) -> tuple[float, float]:
@@ -30,11 +30,11 @@ def run(barrier: bool, delay: float, workers: int, slow: str) -> tuple[float, fl
         lock = threading.Lock()
         with cf.ThreadPoolExecutor(workers) as ex:
 
-            def work(stage_name, spec):
+            def work(stage_name, specs):
                 t0 = time.perf_counter()
                 if stage_name == slow:
-                    time.sleep(delay)
-                out = execute_shard(STAGE_BY_NAME[stage_name](ctx), spec).to_json()
+                    time.sleep(delay * len(specs))
+                out = run_shards(STAGE_BY_NAME[stage_name](ctx), specs)
                 with lock:
                     busy[0] += time.perf_counter() - t0
                 return out

@@ -37,7 +37,7 @@ from forenset.schemas.common import stage_schema
 from forenset.seeds import rng_for
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import ShardSpec, Stage, StageContext
-from forenset.tasks.runner import execute_shard
+from forenset.tasks.runner import run_shards
 
 S, I64, F64 = pa.string(), pa.int64(), pa.float64()
 WORDS = np.array(
@@ -203,8 +203,8 @@ def build_once(ctx: StageContext, workers: int) -> tuple[float, dict[str, Any]]:
     stages = {s.name: s(ctx) for s in BENCH_STAGES}
     with cf.ThreadPoolExecutor(workers) as ex:
 
-        def submit(stage_name: str, spec: ShardSpec):
-            return ex.submit(lambda: execute_shard(stages[stage_name], spec).to_json())
+        def submit(stage_name: str, specs: list[ShardSpec]):
+            return ex.submit(run_shards, stages[stage_name], specs)
 
         t0 = time.perf_counter()
         stats = Scheduler(ctx, submit, stages=BENCH_STAGES).run()

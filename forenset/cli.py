@@ -84,6 +84,12 @@ def build(
             fail(str(e))
         except (PermissionError, OSError) as e:
             fail(f"cannot write to run directory {run_uri}: {e.strerror or e}")
+        except KeyboardInterrupt:  # running shards finished and committed; nothing partial
+            fail(
+                f"build interrupted: committed shards in {run_uri} are kept; "
+                "run the same command to resume",
+                code=130,
+            )
     stats = result["stages"]
     table = Table(title=f"forenset build — {run_uri}")
     for col in (
@@ -121,6 +127,8 @@ def build(
         console.print(
             f"Nothing to do: all {sum(s['planned'] for s in stats.values())} shards are up to date."
         )
+    elif ran:
+        console.print(f"Ran {ran} shards in {result['tasks']} Prefect tasks.")
     console.print(f"Export: {exp['path']} {exp['counts']}  ({time.perf_counter() - t0:.1f}s)")
     failures = [f for s in stats.values() for f in s["failures"]]
     if failures:

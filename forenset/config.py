@@ -45,6 +45,26 @@ class RunnerConfig(Strict):
     # default: Prefect takes a concurrency lease through the API for every tagged task run
     # (~0.4 s each on a loaded 2-core machine, bench/overhead.py), even with no limit set.
     concurrency_tag: bool = False
+    # Task bundling. Shards stay the unit of resume and caching; a Prefect task may run several
+    # shards of one stage in a row, so that tiny shards do not pay Prefect's per-task cost each
+    # (~70 ms of API-server CPU per task run here, docs/benchmarks.md). Once a stage's shards
+    # have been timed in this build, a task takes enough queued shards for about
+    # `min_task_seconds` of work (never more than `max_task_shards`, and never so many that a
+    # free worker would stay idle). 0 runs one shard per task. Deployments batch on their own.
+    min_task_seconds: float = Field(1.0, ge=0, le=3600)
+    max_task_shards: int = Field(64, ge=1, le=100_000)
+    # Tasks in flight on this runner; shards beyond them wait in the scheduler, where they can
+    # be bundled. Default: max_workers for threads, 2 x max_workers for processes, dask and ray
+    # (a queued task hides their ~0.15 s dispatch). With `address:` size it to the cluster.
+    inflight: int | None = Field(None, ge=1, le=100_000)
+
+    def inflight_tasks(self) -> int | None:
+        """Tasks this runner keeps in flight (None: unbounded, for deployments)."""
+        if self.kind == "deployment":
+            return None
+        if self.inflight is not None:
+            return self.inflight
+        return self.max_workers if self.kind == "threads" else 2 * self.max_workers
 
     @model_validator(mode="after")
     def _deployment(self) -> RunnerConfig:

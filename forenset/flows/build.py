@@ -7,9 +7,12 @@ committed file has the same fingerprint and the same input content is skipped wi
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures as cf
+import math
+import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +28,7 @@ from forenset.tasks.instructions import Instructions
 from forenset.tasks.judgments import Judgments
 from forenset.tasks.perturb import Perturbations
 from forenset.tasks.prompts import Prompts
-from forenset.tasks.runner import context_for, execute_shard
+from forenset.tasks.runner import context_for, run_shards
 from forenset.tasks.scenarios import Scenarios
 from forenset.tasks.sources import Sources
 from forenset.tasks.splits import Splits
@@ -77,24 +80,70 @@ def shard_valid(existing: ShardInfo | None, spec: ShardSpec, retry_errors: bool)
     return True
 
 
+@dataclass(frozen=True)
+class Dispatch:
+    """How the scheduler feeds one runner (``RunnerConfig`` says it; see ``dispatch_for``).
+
+    ``slots`` tasks at most are in flight on ``runner`` (None: every shard is submitted when
+    planned); queued shards of one stage are bundled into a task of about ``min_task_s`` of
+    measured work, at most ``max_task_shards`` shards."""
+
+    runner: str = "default"
+    slots: int | None = None
+    min_task_s: float = 0.0
+    max_task_shards: int = 1
+
+
+UNBOUNDED = Dispatch()  # one shard per task, submitted at once (bare loops, deployments)
+
+
+def dispatch_for(cfg: BuildConfig, stage: str) -> Dispatch:
+    rc = cfg.runner_for(stage)
+    if rc.kind == "deployment":  # the dispatcher batches shards into runs itself
+        return Dispatch(runner=rc.model_dump_json())
+    return Dispatch(
+        runner=rc.model_dump_json(),
+        slots=rc.inflight_tasks(),
+        min_task_s=rc.min_task_seconds,
+        max_task_shards=rc.max_task_shards,
+    )
+
+
+@dataclass
+class _Task:
+    stage: str
+    specs: list[ShardSpec]
+    runner: str
+    t0: float
+
+
 class Scheduler:
-    """Walks the DAG. ``submit(stage_name, spec) -> concurrent.futures.Future[dict]`` runs a shard."""
+    """Walks the DAG and feeds shards to runners.
+
+    ``submit(stage_name, specs) -> future`` runs a bundle of shards of one stage; its result is
+    one outcome per spec, in order (``forenset.tasks.runner.run_shards``). ``dispatch(stage)``
+    says how many tasks may be in flight on that stage's runner and how shards are bundled;
+    by default every shard is its own task, submitted as soon as it is planned."""
 
     def __init__(
         self,
         ctx: StageContext,
-        submit: Callable[[str, ShardSpec], Any],
+        submit: Callable[[str, list[ShardSpec]], Any],
         *,
         retry_errors: bool = False,
         on_event: Callable[[str, str, StageStats], None] | None = None,
         stages: list[type[Stage]] | None = None,
         barrier: bool = False,
+        dispatch: Callable[[str], Dispatch] | None = None,
+        stop: threading.Event | None = None,
     ):
         self.ctx = ctx
+        self.stop = stop or threading.Event()  # set: submit nothing more, let running tasks end
         self.store: RunStore = ctx.store
         self.submit = submit
         self.retry_errors = retry_errors
         self.on_event = on_event or (lambda *a: None)
+        self.dispatch = dispatch or (lambda stage: UNBOUNDED)
         self.stage_types = stages or STAGES
         self.stages = {s.name: s(ctx) for s in self.stage_types}
         self.children: dict[str, list[Stage]] = defaultdict(list)
@@ -103,12 +152,21 @@ class Scheduler:
                 self.children[up].append(s)
         self.stats = {name: StageStats() for name in self.stages}
         self.done: dict[str, list[ShardInfo]] = defaultdict(list)
-        self.inflight: dict[Any, tuple[ShardSpec, float]] = {}
+        self.inflight: dict[Any, _Task] = {}
+        self.queued: dict[str, deque[ShardSpec]] = {name: deque() for name in self.stages}
+        self.busy: Counter[str] = Counter()  # tasks in flight per runner
+        self.timed: dict[str, list[float]] = {name: [0.0, 0] for name in self.stages}  # ms, n
+        self.tasks_submitted = 0
         self._last_state = 0.0
         # barrier=True holds a stage's children until the whole stage is done (for comparison only)
         self.barrier = barrier
         self.held: dict[str, list[ShardInfo]] = defaultdict(list)
         self.ancestors = {n: self._ancestors(n) for n in self.stages}
+        # Upstream stages first (every shard is persisted, so waiting work costs no memory): the
+        # stages feeding an expensive runner (a GPU pool) are served early, and downstream queues
+        # grow into larger bundles. On the demo this gave 37 tasks against 72 for downstream-first
+        # at the same wall time (docs/benchmarks.md).
+        self.priority = sorted(self.stages, key=lambda n: len(self.ancestors[n]))
 
     def _ancestors(self, name: str) -> set[str]:
         out: set[str] = set()
@@ -126,8 +184,7 @@ class Scheduler:
             st.skipped += 1
             self.completed(spec, existing, ran=False)
             return
-        fut = self.submit(spec.stage, spec)
-        self.inflight[fut] = (spec, time.perf_counter())
+        self.queued[spec.stage].append(spec)  # submitted by dispatch_queued()
         self.on_event("planned", spec.stage, st)
 
     def completed(self, spec: ShardSpec, info: ShardInfo, ran: bool) -> None:
@@ -136,6 +193,9 @@ class Scheduler:
         st.rows += info.rows
         for k in ("ok", "error", "kept", "discarded"):
             setattr(st, k, getattr(st, k) + info.counts.get(k, 0))
+        if "ms" in info.counts:  # a skipped shard's footer still tells what the stage costs
+            self.timed[spec.stage][0] += info.counts["ms"]
+            self.timed[spec.stage][1] += 1
         if ran:
             st.run += 1
             st.seconds += info.counts.get("ms", 0) / 1000  # work time, not time spent queued
@@ -145,13 +205,19 @@ class Scheduler:
             return
         self.plan_children(spec.stage, info)
 
+    def failed(self, spec: ShardSpec, error: str) -> None:
+        st = self.stats[spec.stage]
+        st.failed += 1
+        st.failures.append(f"{spec.key()}: {error}")
+        self.on_event("failed", spec.stage, st)
+
     def plan_children(self, stage: str, info: ShardInfo) -> None:
         for child in self.children[stage]:
             for s in child.plan(info):
                 self.offer(s)
 
     def release_barriers(self) -> None:
-        busy = {sp.stage for sp, _ in self.inflight.values()}
+        busy = {t.stage for t in self.inflight.values()} | {n for n, q in self.queued.items() if q}
         for name in list(self.stages):
             if name in self.held and not ({name} | self.ancestors[name]) & (
                 busy | {n for n in self.held if n != name}
@@ -159,32 +225,81 @@ class Scheduler:
                 for info in self.held.pop(name):
                     self.plan_children(name, info)
 
+    # -- dispatching ---------------------------------------------------------------
+    def bundle_size(self, stage: str, d: Dispatch, queued: int, free: int | None) -> int:
+        """Shards for the next task of ``stage``: about ``min_task_s`` of measured work, but
+        no more than an even share of the queue across the runner's free slots."""
+        ms, n = self.timed[stage]
+        if d.max_task_shards <= 1 or d.min_task_s <= 0 or n == 0:
+            return 1  # nothing measured yet: the first shards time the stage
+        want = math.ceil(d.min_task_s * 1000 / max(ms / n, 1.0))
+        if free:
+            want = min(want, math.ceil(queued / free))
+        return max(1, min(want, d.max_task_shards, queued))
+
+    def dispatch_queued(self) -> None:
+        """Submit queued shards while their runners have free slots, upstream stages first."""
+        progress = not self.stop.is_set()
+        while progress:
+            progress = False
+            for name in self.priority:
+                q = self.queued[name]
+                if not q:
+                    continue
+                d = self.dispatch(name)
+                free = None if d.slots is None else d.slots - self.busy[d.runner]
+                if free is not None and free <= 0:
+                    continue
+                specs = [q.popleft() for _ in range(self.bundle_size(name, d, len(q), free))]
+                fut = self.submit(name, specs)
+                self.inflight[fut] = _Task(name, specs, d.runner, time.perf_counter())
+                self.busy[d.runner] += 1
+                self.tasks_submitted += 1
+                progress = True
+                break  # start again from the highest-priority stage
+
+    def _pending(self) -> bool:
+        if self.stop.is_set():
+            return bool(self.inflight)  # running tasks finish and commit; nothing new starts
+        return bool(self.inflight or self.held or any(self.queued.values()))
+
     def run(self) -> dict[str, StageStats]:
         self.write_state("running")
         for s in self.stages.values():
             if not s.inputs:
                 for spec in s.plan_sources():
                     self.offer(spec)
-        while self.inflight or self.held:
+        self.dispatch_queued()
+        while self._pending():
             if self.barrier:
                 self.release_barriers()
+                self.dispatch_queued()
                 if not self.inflight:
                     continue
-            futs = list(self.inflight)
-            finished = wait_any(futs)
+            finished = wait_any(list(self.inflight))
             for fut in finished:
-                spec, t0 = self.inflight.pop(fut)
-                st = self.stats[spec.stage]
+                task = self.inflight.pop(fut)
+                self.busy[task.runner] -= 1
                 try:
-                    info = ShardInfo(**result_of(fut))
-                except Exception as e:  # noqa: BLE001 - a failed shard is reported, the rest goes on
-                    st.failed += 1
-                    st.failures.append(f"{spec.key()}: {type(e).__name__}: {e}")
-                    self.on_event("failed", spec.stage, st)
-                    continue
-                self.completed(spec, info, ran=True)
+                    outcomes = result_of(fut)
+                    if len(outcomes) != len(task.specs):
+                        raise RuntimeError(f"{len(outcomes)} outcomes for {len(task.specs)} shards")
+                except Exception as e:  # noqa: BLE001 - a failed task fails its shards, the rest goes on
+                    outcomes = [{"error": f"{type(e).__name__}: {e}"}] * len(task.specs)
+                for spec, out in zip(task.specs, outcomes, strict=True):
+                    if "error" in out:
+                        self.failed(spec, out["error"])
+                    else:
+                        self.completed(spec, ShardInfo(**out["info"]), ran=True)
+            self.dispatch_queued()
             if time.monotonic() - self._last_state > 2:
                 self.write_state("running")
+        if self.stop.is_set():  # manifests keep the last complete view, as after a crash
+            self.write_state("interrupted")
+            done = sum(s.run for s in self.stats.values())
+            raise KeyboardInterrupt(
+                f"build interrupted: {done} shards committed; run the same command to resume"
+            )
         self.write_manifests()
         failed = any(s.failed for s in self.stats.values())
         self.write_state("failed" if failed else "complete")
@@ -198,6 +313,7 @@ class Scheduler:
 
     def write_state(self, status: str) -> None:
         self._last_state = time.monotonic()
+        running = Counter(t.stage for t in self.inflight.values() for _ in t.specs)
         self.store.write_json(
             "state.json",
             {
@@ -205,12 +321,14 @@ class Scheduler:
                 "order": list(self.stats),  # DAG order (the JSON keys below are sorted)
                 "config_hash": self.ctx.config.config_hash(),
                 "time": time.time(),
+                "tasks": self.tasks_submitted,
                 "stages": {
                     n: {
                         "planned": s.planned,
                         "done": s.run + s.skipped,
                         "failed": s.failed,
-                        "inflight": sum(1 for sp, _ in self.inflight.values() if sp.stage == n),
+                        "inflight": running[n],
+                        "queued": len(self.queued[n]),
                     }
                     for n, s in self.stats.items()
                 },
@@ -262,11 +380,31 @@ def result_of(fut: Any) -> dict[str, Any]:
 
 
 def _shard_task_fn(
-    stage_name: str, spec: dict[str, Any], run_uri: str, config_hash: str
-) -> dict[str, Any]:
+    stage_name: str, specs: list[dict[str, Any]], run_uri: str, config_hash: str
+) -> list[dict[str, Any]]:
     ctx = context_for(run_uri, config_hash)  # the config itself is read from the run directory
     stage = STAGE_BY_NAME[stage_name](ctx)
-    return execute_shard(stage, ShardSpec.from_json(spec)).to_json()
+    return run_shards(stage, [ShardSpec.from_json(s) for s in specs])
+
+
+def task_run_name(stage_name: str, specs: list[ShardSpec]) -> str:
+    """``diffs:shard-0003`` for one shard, ``diffs:shard-0003+5`` for a bundle of six."""
+    extra = f"+{len(specs) - 1}" if len(specs) > 1 else ""
+    return f"{stage_name}:{specs[0].shard_id}{extra}"
+
+
+def _outcome_future(fut: Any) -> cf.Future:
+    """A deployment shard's ShardInfo future as a one-outcome bundle future."""
+    out: cf.Future = cf.Future()
+
+    def done(f: Any) -> None:
+        try:
+            out.set_result([{"info": f.result()}])
+        except Exception as e:  # noqa: BLE001 - the scheduler reports it per shard
+            out.set_exception(e)
+
+    fut.add_done_callback(done)
+    return out
 
 
 def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | None = None):
@@ -300,10 +438,40 @@ def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | No
 _EVENT_SINK: dict[str, Callable[[str, str, StageStats], None] | None] = {"fn": None}
 
 
-def build_flow_fn(
+async def build_flow_fn(
     run_uri: str, config: dict[str, Any], retry_errors: bool = False
 ) -> dict[str, Any]:
-    """Body of the Prefect flow: one shard task per pending shard, on each stage's runner."""
+    """Body of the Prefect flow: shard tasks for every pending shard, on each stage's runner.
+
+    The flow is async only for Prefect's sake: the sync flow engine of Prefect 3.9 joins its
+    heartbeat thread at the end of every flow run, and that thread sleeps in 1 s steps (~1 s
+    per build, docs/benchmarks.md); the async engine does not wait for it. The build itself is
+    plain blocking code in a worker thread, which inherits the flow-run context, so its tasks
+    and artifacts belong to this flow run. Cancelling the flow (Ctrl-C) stops new tasks; the
+    running ones finish and commit, and the same command resumes."""
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(_build_in_flow_thread, run_uri, config, retry_errors, stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
+
+
+def _build_in_flow_thread(
+    run_uri: str, config: dict[str, Any], retry_errors: bool, stop: threading.Event
+) -> dict[str, Any]:
+    """One sync API client for all shard tasks. An async flow's context holds only an async
+    client, so each sync task run would build its own (an SSL context each: ~25 ms of CPU)."""
+    from prefect.context import SyncClientContext
+
+    with SyncClientContext.get_or_create():
+        return build_blocking(run_uri, config, retry_errors, stop)
+
+
+def build_blocking(
+    run_uri: str, config: dict[str, Any], retry_errors: bool = False, stop: Any = None
+) -> dict[str, Any]:
+    """The build under the run-directory lock (the flow runs it in a worker thread)."""
     cfg = BuildConfig.model_validate(config)
     ctx = context_for(run_uri, cfg)
     store = ctx.store
@@ -312,13 +480,18 @@ def build_flow_fn(
         store.remove_temp_files()
         store.write_bytes_atomic("config.yaml", _yaml(cfg.resolved()).encode())
         store.write_bytes_atomic("config_hash.txt", (cfg.config_hash() + "\n").encode())
-        return _build(ctx, cfg, run_uri, config, retry_errors)
+        return _build(ctx, cfg, run_uri, config, retry_errors, stop)
     finally:
         store.release_lock()
 
 
 def _build(
-    ctx: StageContext, cfg: BuildConfig, run_uri: str, config: dict[str, Any], retry_errors: bool
+    ctx: StageContext,
+    cfg: BuildConfig,
+    run_uri: str,
+    config: dict[str, Any],
+    retry_errors: bool,
+    stop: Any = None,
 ) -> dict[str, Any]:
     from contextlib import ExitStack
 
@@ -346,21 +519,30 @@ def _build(
                 by_cfg[key] = stack.enter_context(make_runner(rc, run_uri, config))
             runners[s.name] = by_cfg[key]
 
-        def submit(stage_name: str, spec: ShardSpec):
+        def submit(stage_name: str, specs: list[ShardSpec]):
             if cfg.runner_for(stage_name).kind == "deployment":
-                return runners[stage_name].submit(stage_name, spec)
-            t = tasks[stage_name].with_options(task_run_name=f"{stage_name}:{spec.shard_id}")
+                (spec,) = specs  # Dispatch for deployments: one shard per submit
+                return _outcome_future(runners[stage_name].submit(stage_name, spec))
+            t = tasks[stage_name].with_options(task_run_name=task_run_name(stage_name, specs))
             return runners[stage_name].submit(
                 t,
                 parameters={
                     "stage_name": stage_name,
-                    "spec": spec.to_json(),
+                    "specs": [spec.to_json() for spec in specs],
                     "run_uri": run_uri,
                     "config_hash": config_hash,
                 },
             )
 
-        stats = Scheduler(ctx, submit, retry_errors=retry_errors, on_event=_EVENT_SINK["fn"]).run()
+        scheduler = Scheduler(
+            ctx,
+            submit,
+            retry_errors=retry_errors,
+            on_event=_EVENT_SINK["fn"],
+            dispatch=lambda stage: dispatch_for(cfg, stage),
+            stop=stop,
+        )
+        stats = scheduler.run()
     from forenset.tasks.export import export_dataset
 
     export = export_dataset(ctx.store, cfg)
@@ -368,7 +550,7 @@ def _build(
     from forenset.report.artifact import create_summary_artifact
 
     create_summary_artifact(summary, export)  # a markdown artifact in the Prefect UI
-    return {"stages": summary, "export": export}
+    return {"stages": summary, "export": export, "tasks": scheduler.tasks_submitted}
 
 
 def _make_build_flow():
@@ -392,10 +574,20 @@ def run_build(
     store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
     _EVENT_SINK["fn"] = on_event  # callbacks are not flow parameters (those are recorded as JSON)
     try:
-        return build_flow(run_uri, cfg.resolved(), retry_errors)
+        return run_coroutine(build_flow(run_uri, cfg.resolved(), retry_errors))
     finally:
         _EVENT_SINK["fn"] = None
         store.release_lock()
+
+
+def run_coroutine(coro: Any) -> Any:
+    """``asyncio.run``, also from code that already runs an event loop (a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with cf.ThreadPoolExecutor(1) as ex:
+        return ex.submit(asyncio.run, coro).result()
 
 
 def _yaml(d: dict[str, Any]) -> str:

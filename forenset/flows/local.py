@@ -6,10 +6,10 @@ import concurrent.futures as cf
 from collections import Counter
 
 from forenset.config import BuildConfig
-from forenset.flows.build import STAGE_BY_NAME, Scheduler, StageStats
+from forenset.flows.build import STAGE_BY_NAME, Scheduler, StageStats, dispatch_for
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import StageContext
-from forenset.tasks.runner import execute_shard
+from forenset.tasks.runner import run_shards
 
 
 def run_local(
@@ -19,17 +19,25 @@ def run_local(
     retry_errors: bool = False,
     workers: int = 2,
     barrier: bool = False,
+    bundled: bool = False,
 ) -> tuple[RunStore, dict[str, StageStats], Counter[str]]:
-    """Run every pending shard; returns the store, per-stage stats and shards executed per stage."""
+    """Run every pending shard; returns the store, per-stage stats and shards executed per stage.
+
+    By default each shard is its own task, submitted when planned (a bare loop has no per-task
+    cost to amortise). ``bundled=True`` feeds the pool as the Prefect build feeds its runners:
+    the config's in-flight slots and task bundling."""
     store = RunStore(run_dir or cfg.run_dir)
     ctx = StageContext(store, cfg)
     executed: Counter[str] = Counter()
     with cf.ThreadPoolExecutor(workers) as ex:
 
-        def submit(stage_name, spec):
-            executed[stage_name] += 1
+        def submit(stage_name, specs):
+            executed[stage_name] += len(specs)
             stage = STAGE_BY_NAME[stage_name](ctx)
-            return ex.submit(lambda: execute_shard(stage, spec).to_json())
+            return ex.submit(run_shards, stage, specs)
 
-        stats = Scheduler(ctx, submit, retry_errors=retry_errors, barrier=barrier).run()
+        dispatch = (lambda stage: dispatch_for(cfg, stage)) if bundled else None
+        stats = Scheduler(
+            ctx, submit, retry_errors=retry_errors, barrier=barrier, dispatch=dispatch
+        ).run()
     return store, stats, executed

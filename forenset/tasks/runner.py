@@ -69,3 +69,18 @@ def execute_shard(stage: Stage, spec: ShardSpec) -> ShardInfo:
         inputs=spec.input_ids(),
         content_columns=(stage.key, "status", "error"),
     )
+
+
+def run_shards(stage: Stage, specs: list[ShardSpec]) -> list[dict[str, Any]]:
+    """Run a bundle of shards of one stage in this worker, one after another.
+
+    Each shard commits on its own, so resume granularity stays the shard. One outcome per spec,
+    in order: ``{"info": <ShardInfo JSON>}`` or ``{"error": "<Type>: <message>"}``; a failing
+    shard is reported and the rest of the bundle still runs."""
+    out: list[dict[str, Any]] = []
+    for spec in specs:
+        try:
+            out.append({"info": execute_shard(stage, spec).to_json()})
+        except Exception as e:  # noqa: BLE001 - reported per shard by the scheduler
+            out.append({"error": f"{type(e).__name__}: {e}"})
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -53,6 +54,8 @@ def test_build_query_status_and_noop_rerun(tmp_path, cfg_file):
     run = tmp_path / "run"
     out = cli("build", str(path), "--run-dir", str(run)).stdout
     assert "explanations" in out and "Export:" in out
+    ran, tasks = map(int, re.search(r"Ran (\d+) shards in (\d+) Prefect tasks", out).groups())
+    assert tasks < ran  # one-row shards are bundled into tasks of ~1 s of work
     tables = [
         "sources",
         "captions",
@@ -117,19 +120,30 @@ def test_sigkill_then_resume_gives_identical_rows(tmp_path, cfg_file):
     ref = all_rows(ref_store)
     run = tmp_path / "killed"
     env = dict(os.environ)
-    for k in (1, 12, 40):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "forenset.cli", "build", str(path), "--run-dir", str(run)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        deadline = time.time() + 240
-        while committed(run) < k and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.02)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    signals = []
+    for k, sig in ((1, signal.SIGKILL), (12, signal.SIGINT), (40, signal.SIGKILL)):
+        log = tmp_path / f"stderr-{k}.txt"  # a file, not a pipe: an orphaned server keeps pipes
+        with open(log, "w") as errf:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "forenset.cli", "build", str(path), "--run-dir", str(run)],
+                stdout=subprocess.DEVNULL,
+                stderr=errf,
+                env=env,
+            )
+            deadline = time.time() + 240
+            while committed(run) < k and proc.poll() is None and time.time() < deadline:
+                time.sleep(0.02)
+            if proc.poll() is None:
+                proc.send_signal(sig)
+                proc.wait(timeout=120)
+                if sig == signal.SIGINT:  # Ctrl-C: running shards finish and commit, one sentence
+                    stderr = log.read_text()
+                    assert proc.returncode == 130, stderr[-2000:]
+                    assert "build interrupted" in stderr and "Traceback" not in stderr
+                    assert json.loads((run / "state.json").read_text())["status"] == "interrupted"
+                    signals.append(sig)
+            proc.wait()
+    assert signal.SIGINT in signals, "the build finished before Ctrl-C: the test proved nothing"
     cli("build", str(path), "--run-dir", str(run))
     assert not list(run.rglob("*.tmp-*"))  # a killed build's temporaries are cleaned on resume
     assert all_rows(RunStore(str(run))) == ref
