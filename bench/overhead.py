@@ -12,7 +12,7 @@ of the 10 samples; ``--shard-size S`` overrides the demo's 4 rows per shard; ``-
 synthetic shard-shaped tasks of 50 ms..4 s of work, Prefect vs a bare thread pool.
 
     PYTHONPATH=$PWD python bench/overhead.py [--repeat 3] [--photos 64 --shard-size 16]
-        [--sweep] [--untagged] [--config examples/demo.yaml]
+        [--sweep] [--untagged] [--unbundled] [--config examples/demo.yaml]
 """
 
 from __future__ import annotations
@@ -253,6 +253,11 @@ def main() -> None:
     ap.add_argument(
         "--untagged", action="store_true", help="also run the flow without per-stage task tags"
     )
+    ap.add_argument(
+        "--unbundled",
+        action="store_true",
+        help="also run the flow with one shard per task (min_task_seconds: 0), side by side",
+    )
     a = ap.parse_args()
     from forenset.config import load_config
 
@@ -292,14 +297,29 @@ def main() -> None:
     print(f"warm-up (not counted): bare loop {wb:.2f}s, Prefect flow {wp:.2f}s")
     cpu = CPU()
     bares, prefects, tasks = [], [], 0
-    cpu_b, cpu_p, untagged = [], [], []
+    cpu_b, cpu_p, untagged, unbundled = [], [], [], []
+    one_per_task = cfg.model_copy(
+        update={
+            "runners": {
+                k: v.model_copy(update={"min_task_seconds": 0}) for k, v in cfg.runners.items()
+            }
+        }
+    )
     for i in range(a.repeat):
         c0 = cpu.now()
         b, n = bare(cfg, workers)
         c1 = cpu.now()
         p, tasks = prefect(cfg)
         c2 = cpu.now()
+        bundled_tasks = LAST_TASKS[0]
         assert n == tasks, f"bare loop ran {n} shards, Prefect {tasks}"
+        if a.unbundled:
+            u1, _ = prefect(one_per_task)
+            unbundled.append(u1)
+            print(
+                f"round {i + 1}: Prefect flow, one shard per task {u1:.2f}s "
+                f"({LAST_TASKS[0]} tasks, ratio {u1 / b:.3f})"
+            )
         if a.untagged:
             u, _ = prefect(cfg, tags=False)
             untagged.append(u)
@@ -312,7 +332,7 @@ def main() -> None:
         cpu_p.append(sum(cp))
         print(
             f"round {i + 1}: bare loop {b:.2f}s (cpu {cb[0]:.1f}s), Prefect flow (warm server) "
-            f"{p:.2f}s (cpu {cp[0]:.1f}s + API server {cp[1]:.1f}s, {LAST_TASKS[0]} tasks), "
+            f"{p:.2f}s (cpu {cp[0]:.1f}s + API server {cp[1]:.1f}s, {bundled_tasks} tasks), "
             f"load {os.getloadavg()[0]:.1f}"
         )
     if not bares:
@@ -320,9 +340,11 @@ def main() -> None:
     b, p = statistics.median(bares), statistics.median(prefects)
     print(
         f"wall: Prefect / bare = {p / b:.3f} (goal <= 1.15; medians of {a.repeat}); "
-        f"{tasks} shard tasks -> {1000 * (p - b) / tasks * workers:.0f} ms per task per worker "
-        f"(NOTES.md: ~6-10 ms per thread-runner task)"
+        f"{tasks} shards -> {1000 * (p - b) / tasks * workers:.0f} ms per shard per worker"
     )
+    if unbundled:
+        u = statistics.median(unbundled)
+        print(f"wall with one shard per task: Prefect / bare = {u / b:.3f} (medians of {a.repeat})")
     if untagged:
         u = statistics.median(untagged)
         print(f"wall without task tags: Prefect / bare = {u / b:.3f} (medians of {a.repeat})")
@@ -330,7 +352,7 @@ def main() -> None:
         cb, cp = statistics.median(cpu_b), statistics.median(cpu_p)
         print(
             f"cpu (this process + API server): Prefect / bare = {cp / cb:.3f}; "
-            f"{1000 * (cp - cb) / tasks:.0f} ms CPU per task"
+            f"{1000 * (cp - cb) / tasks:.0f} ms CPU per shard"
         )
     print(
         f"cold first build would add the server start: ({p + cold - warm:.2f}s) / {b:.2f}s = "

@@ -55,15 +55,16 @@ class RunnerConfig(Strict):
     max_task_shards: int = Field(64, ge=1, le=100_000)
     # Tasks in flight on this runner; shards beyond them wait in the scheduler, where they can
     # be bundled. Default: max_workers for threads, 2 x max_workers for processes, dask and ray
-    # (a queued task hides their ~0.15 s dispatch). With `address:` size it to the cluster.
-    inflight: int | None = Field(None, ge=1, le=100_000)
+    # (a queued task hides their ~0.15 s dispatch). With `address:` the cluster's size is not
+    # known here: every shard is submitted when planned (no bundling) unless this is set.
+    inflight: int | None = Field(None, ge=1, le=1_000_000)
 
     def inflight_tasks(self) -> int | None:
-        """Tasks this runner keeps in flight (None: unbounded, for deployments)."""
-        if self.kind == "deployment":
-            return None
-        if self.inflight is not None:
+        """Tasks this runner keeps in flight (None: unbounded, each shard submitted when planned)."""
+        if self.inflight is not None and self.kind != "deployment":
             return self.inflight
+        if self.kind == "deployment" or self.address:
+            return None
         return self.max_workers if self.kind == "threads" else 2 * self.max_workers
 
     @model_validator(mode="after")

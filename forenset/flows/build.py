@@ -99,7 +99,7 @@ UNBOUNDED = Dispatch()  # one shard per task, submitted at once (bare loops, dep
 
 def dispatch_for(cfg: BuildConfig, stage: str) -> Dispatch:
     rc = cfg.runner_for(stage)
-    if rc.kind == "deployment":  # the dispatcher batches shards into runs itself
+    if rc.inflight_tasks() is None:  # deployments batch on their own; external clusters queue
         return Dispatch(runner=rc.model_dump_json())
     return Dispatch(
         runner=rc.model_dump_json(),

@@ -123,12 +123,20 @@ def test_inflight_defaults_per_runner_kind():
                 "default": {"kind": "threads", "max_workers": 3},
                 "diffs": {"kind": "processes", "max_workers": 3},
                 "splits": {"kind": "threads", "max_workers": 3, "inflight": 7},
+                "perturbations": {"kind": "dask", "address": "tcp://sched:8786"},
+                "explanations": {"kind": "dask", "address": "tcp://sched:8786", "inflight": 64},
+                "candidates": {"kind": "deployment", "deployment": "forenset-shards/gpu"},
             }
         }
     )
     assert dispatch_for(cfg, "captions").slots == 3
     assert dispatch_for(cfg, "diffs").slots == 6  # a queued task hides process dispatch
     assert dispatch_for(cfg, "splits").slots == 7
+    # an external cluster's size is unknown: every shard goes to it when planned, unless set
+    assert dispatch_for(cfg, "perturbations").slots is None
+    assert dispatch_for(cfg, "explanations").slots == 64
+    assert dispatch_for(cfg, "candidates").slots is None  # deployments batch on their own
+    assert dispatch_for(cfg, "candidates").max_task_shards == 1
     assert dispatch_for(cfg, "captions").runner == dispatch_for(cfg, "judgments").runner
     assert dispatch_for(cfg, "captions").runner != dispatch_for(cfg, "diffs").runner
 
