@@ -418,13 +418,9 @@ def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | No
         return ThreadPoolTaskRunner(max_workers=rc.max_workers)
     if rc.kind == "processes":
         return ProcessPoolTaskRunner(max_workers=rc.max_workers)
-    if rc.kind == "ray":
-        try:
-            from prefect_ray import RayTaskRunner
-        except ImportError:
-            raise RuntimeError(
-                "runner kind 'ray' needs prefect-ray: pip install 'forenset[ray]'"
-            ) from None
+    if rc.kind == "ray":  # RunnerConfig refused kind 'ray' already if prefect-ray is missing
+        from prefect_ray import RayTaskRunner
+
         if rc.address:
             return RayTaskRunner(address=rc.address)
         return RayTaskRunner(init_kwargs={"num_cpus": rc.max_workers, "include_dashboard": False})

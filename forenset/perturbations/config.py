@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .registry import SPLITS
 
+SsimMode = Literal["wang", "skimage"]  # see forenset/perturbations/quality.py
+
 
 class SplitSchedule(BaseModel):
     """How one split mixes ops: P(single), P(pair), P(chunk), chunk size range, severity band."""
@@ -87,7 +89,7 @@ class PerturbationConfig(BaseModel):
     single_thread: bool = True  # cv2/torch one thread while perturbing: bit-identical output
     # SSIM of each perturbed image vs its clean one: "wang" = the reference ssim.m recipe (luma,
     # downsampled to ~256 px, Gaussian window); "skimage" = per RGB channel at full size (quality.py)
-    ssim: Literal["wang", "skimage"] = "wang"
+    ssim: SsimMode = "wang"
 
     def schedule(self, split: str) -> SplitSchedule:
         if split not in SPLITS:

@@ -14,12 +14,12 @@ Two SSIM definitions, chosen by ``PerturbationConfig.ssim``:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 import numpy as np
 
+from forenset.perturbations.config import SsimMode
+
 PSNR_CAP = 100.0  # identical images: PSNR is infinite; capped so means stay finite
-SsimMode = Literal["wang", "skimage"]
 
 
 def quality(clean: np.ndarray, perturbed: np.ndarray, ssim: SsimMode = "wang") -> dict[str, float]:
