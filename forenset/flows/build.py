@@ -114,7 +114,6 @@ class _Task:
     stage: str
     specs: list[ShardSpec]
     runner: str
-    t0: float
 
 
 class Scheduler:
@@ -143,9 +142,9 @@ class Scheduler:
         self.submit = submit
         self.retry_errors = retry_errors
         self.on_event = on_event or (lambda *a: None)
-        self.dispatch = dispatch or (lambda stage: UNBOUNDED)
         self.stage_types = stages or STAGES
         self.stages = {s.name: s(ctx) for s in self.stage_types}
+        self.dispatch = {n: dispatch(n) if dispatch else UNBOUNDED for n in self.stages}
         self.children: dict[str, list[Stage]] = defaultdict(list)
         for s in self.stages.values():
             for up in s.inputs:
@@ -246,13 +245,13 @@ class Scheduler:
                 q = self.queued[name]
                 if not q:
                     continue
-                d = self.dispatch(name)
+                d = self.dispatch[name]
                 free = None if d.slots is None else d.slots - self.busy[d.runner]
                 if free is not None and free <= 0:
                     continue
                 specs = [q.popleft() for _ in range(self.bundle_size(name, d, len(q), free))]
                 fut = self.submit(name, specs)
-                self.inflight[fut] = _Task(name, specs, d.runner, time.perf_counter())
+                self.inflight[fut] = _Task(name, specs, d.runner)
                 self.busy[d.runner] += 1
                 self.tasks_submitted += 1
                 progress = True
@@ -465,7 +464,10 @@ def _build_in_flow_thread(
 
 
 def build_blocking(
-    run_uri: str, config: dict[str, Any], retry_errors: bool = False, stop: Any = None
+    run_uri: str,
+    config: dict[str, Any],
+    retry_errors: bool = False,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
     """The build under the run-directory lock (the flow runs it in a worker thread)."""
     cfg = BuildConfig.model_validate(config)
@@ -487,7 +489,7 @@ def _build(
     run_uri: str,
     config: dict[str, Any],
     retry_errors: bool,
-    stop: Any = None,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
     from contextlib import ExitStack
 

@@ -40,6 +40,26 @@ def temp_name(final: str) -> str:
     return f"{posixpath.basename(final)}.tmp-{uuid.uuid4().hex[:8]}"
 
 
+def write_atomic(fs: Any, root: str, final: str, data: bytes, *, fsync: bool = False) -> None:
+    """Write ``data`` to ``final`` through a temporary in ``<root>/_tmp/`` and a rename.
+
+    A failed write (ENOSPC, EROFS...) removes its temporary; a killed one leaves it in ``_tmp/``,
+    where the next build sweeps it (``RunStore.remove_temp_files``)."""
+    fs.makedirs(posixpath.dirname(final), exist_ok=True)
+    fs.makedirs(posixpath.join(root, TMP_DIR), exist_ok=True)
+    tmp = posixpath.join(root, TMP_DIR, temp_name(final))
+    try:
+        with fs.open(tmp, "wb") as f:
+            f.write(data)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        fs.mv(tmp, final)
+    except BaseException:
+        _remove_quietly(fs, tmp)
+        raise
+
+
 class RunLockedError(RuntimeError):
     """Another build holds the run directory."""
 
@@ -93,21 +113,8 @@ class RunStore:
 
     # -- small files -----------------------------------------------------------
     def write_bytes_atomic(self, rel: str, data: bytes) -> None:
-        """Write to a temporary sibling, then rename: readers never see a partial file."""
-        final = self.path(rel)
-        self.fs.makedirs(posixpath.dirname(final), exist_ok=True)
-        self.fs.makedirs(self.path(TMP_DIR), exist_ok=True)
-        tmp = self.path(TMP_DIR, temp_name(final))
-        try:
-            with self.fs.open(tmp, "wb") as f:
-                f.write(data)
-                if self.is_local:
-                    f.flush()
-                    os.fsync(f.fileno())
-            self.fs.mv(tmp, final)
-        except BaseException:
-            _remove_quietly(self.fs, tmp)  # a failed write (ENOSPC, EROFS...) leaves nothing
-            raise
+        """Write to a temporary, then rename: readers never see a partial file."""
+        write_atomic(self.fs, self.root, self.path(rel), data, fsync=self.is_local)
 
     def read_bytes(self, rel: str) -> bytes:
         with self.fs.open(self.path(rel), "rb") as f:

@@ -15,7 +15,7 @@ import fsspec
 
 from forenset.backends.llm.jsonout import json_schema_for
 from forenset.backends.llm.types import ChatRequest, ModelSpec
-from forenset.store.run_store import TMP_DIR, temp_name
+from forenset.store.run_store import write_atomic
 
 
 def cache_key(spec: ModelSpec, req: ChatRequest) -> str:
@@ -59,11 +59,5 @@ class ResponseCache:
             return None  # a damaged entry is a miss, the next put repairs it
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
-        path = self.path(key)
-        folder = path.rsplit("/", 1)[0]
-        self.fs.makedirs(folder, exist_ok=True)
-        self.fs.makedirs(f"{self.root}/{TMP_DIR}", exist_ok=True)
-        tmp = f"{self.root}/{TMP_DIR}/{temp_name(path)}"  # swept by a resumed build
-        with self.fs.open(tmp, "wb") as f:
-            f.write(json.dumps({"key": key, **entry}, sort_keys=True).encode("utf-8"))
-        self.fs.mv(tmp, path)
+        data = json.dumps({"key": key, **entry}, sort_keys=True).encode("utf-8")
+        write_atomic(self.fs, self.root, self.path(key), data)

@@ -14,7 +14,7 @@ from typing import Any
 
 import fsspec
 
-from forenset.store.run_store import TMP_DIR, temp_name
+from forenset.store.run_store import write_atomic
 
 _LOCK = threading.Lock()
 
@@ -37,12 +37,7 @@ class BatchLedger:
         with _LOCK:
             lines = [json.dumps(e, sort_keys=True) for e in self.events()]
             lines.append(json.dumps({"ts": time.time(), **event}, sort_keys=True))
-            self.fs.makedirs(f"{self.root}/ledger", exist_ok=True)
-            self.fs.makedirs(f"{self.root}/{TMP_DIR}", exist_ok=True)
-            tmp = f"{self.root}/{TMP_DIR}/{temp_name(self.path)}"  # swept by a resumed build
-            with self.fs.open(tmp, "wb") as f:
-                f.write(("\n".join(lines) + "\n").encode("utf-8"))
-            self.fs.mv(tmp, self.path)
+            write_atomic(self.fs, self.root, self.path, ("\n".join(lines) + "\n").encode("utf-8"))
 
     def batches_for(self, group: str) -> list[dict[str, Any]]:
         """Submitted batches of a group, oldest first, each with its latest status."""
