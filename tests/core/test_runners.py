@@ -42,9 +42,8 @@ def test_processes_and_dask_runners_match_threads(tmp_path):
 def test_ray_runner_matches_threads(tmp_path):
     """A stage on a local Ray cluster (prefect-ray) writes the same rows as the thread runner.
     Ray workers are separate processes: they get only the config hash and read config.yaml.
-    Needs the ``[ray]`` extra, which ``dev`` leaves out for CI time (an ~80 MB wheel plus a local
-    Ray start: ~70 s here). Its aiohttp no longer changes the Gemini backends (they pin an httpx
-    transport; the Gemini tests run as if aiohttp were installed, see ``genai_transport``)."""
+    ``dev`` installs prefect-ray (the ``[ray]`` extra), so this runs in CI; its aiohttp no longer
+    changes the Gemini backends (they pin an httpx transport, see ``genai_transport``)."""
     pytest.importorskip("prefect_ray")
     base, ref = _reference(tmp_path)
     cfg = validate_config(
