@@ -12,7 +12,7 @@ of the 10 samples; ``--shard-size S`` overrides the demo's 4 rows per shard; ``-
 synthetic shard-shaped tasks of 50 ms..4 s of work, Prefect vs a bare thread pool.
 
     PYTHONPATH=$PWD python bench/overhead.py [--repeat 3] [--photos 64 --shard-size 16]
-        [--sweep] [--untagged] [--unbundled] [--config examples/demo.yaml]
+        [--sweep [--sweep-runner processes] [--sweep-only]] [--untagged] [--unbundled] [--config examples/demo.yaml]
 """
 
 from __future__ import annotations
@@ -109,24 +109,28 @@ def _calibrate() -> float:
     return 200 / ((time.perf_counter() - t0) * 1000)
 
 
-def sweep(workers: int, config_hash: str) -> None:
+def _sweep_shard(stage_name: str, spec: dict, run_uri: str, config_hash: str) -> dict:
+    """A shard task's signature and result shape, with fixed work instead of a stage."""
+    return {"rows": _burn(spec["loops"])}
+
+
+def sweep(workers: int, config_hash: str, runner: str = "threads") -> None:
     """Prefect's cost per task against the work in a shard: N shard-shaped tasks of W ms each,
-    through a Prefect flow (thread runner, the same task options and parameters as the build)
-    and through a bare thread pool, side by side. Tells how large a shard must be."""
+    through a Prefect flow (thread or process runner, the same task options and parameters as
+    the build) and through a bare pool of the same kind, side by side. Tells how large a task
+    must be (``min_task_seconds``)."""
     import concurrent.futures as cf
 
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
-    from prefect.task_runners import ThreadPoolTaskRunner
+    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
     per_ms = _calibrate()
+    shard_task = task(_sweep_shard, name="shard", cache_policy=NO_CACHE, persist_result=False)
+    prefect_runner = ThreadPoolTaskRunner if runner == "threads" else ProcessPoolTaskRunner
+    bare_executor = cf.ThreadPoolExecutor if runner == "threads" else cf.ProcessPoolExecutor
 
-    def shard(stage_name: str, spec: dict, run_uri: str, config_hash: str) -> dict:
-        return {"rows": _burn(spec["loops"])}
-
-    shard_task = task(shard, name="shard", cache_policy=NO_CACHE, persist_result=False)
-
-    @flow(name="forenset-bench-sweep", task_runner=ThreadPoolTaskRunner(max_workers=workers))
+    @flow(name="forenset-bench-sweep", task_runner=prefect_runner(max_workers=workers))
     def through_prefect(specs: list[dict]) -> int:
         futs = [
             shard_task.with_options(task_run_name=f"s:{i}").submit(
@@ -137,19 +141,19 @@ def sweep(workers: int, config_hash: str) -> None:
         return sum(f.result()["rows"] for f in futs)
 
     def bare_pool(specs: list[dict]) -> int:
-        with cf.ThreadPoolExecutor(workers) as ex:
-            futs = [ex.submit(shard, "s", sp, "/tmp/x", config_hash) for sp in specs]
+        with bare_executor(workers) as ex:
+            futs = [ex.submit(_sweep_shard, "s", sp, "/tmp/x", config_hash) for sp in specs]
             return sum(f.result()["rows"] for f in futs)
 
     total_ms = 16000  # the same work in every row, cut into shards of different sizes
     print(
-        f"shard-size sweep: {total_ms / 1000:.0f} s of work on {workers} threads "
+        f"shard-size sweep: {total_ms / 1000:.0f} s of work on {workers} {runner} "
         f"(sha256 loops, {per_ms:.1f} per ms); the fixed per-flow cost is the warm trivial flow"
     )
     fixed = statistics.median(trivial_flow_seconds() for _ in range(3))
     print(f"  fixed cost of one flow run (trivial flow, warm, median of 3): {fixed:.2f}s")
     print("  work/shard  shards  bare     Prefect  ratio   per-task cost (net of the flow's)")
-    for ms in (50, 200, 1000, 4000):
+    for ms in (50, 200, 1000, 4000) if runner == "threads" else (200, 1000, 4000, 8000):
         n = total_ms // ms
         specs = [{"loops": max(1, round(ms * per_ms))} for _ in range(n)]
         bs, ps = [], []
@@ -244,6 +248,15 @@ def main() -> None:
         "--sweep", action="store_true", help="also time synthetic shards of 50 ms..4 s of work"
     )
     ap.add_argument(
+        "--sweep-runner",
+        choices=["threads", "processes"],
+        default="threads",
+        help="runner kind of the --sweep (Prefect's and the bare pool's)",
+    )
+    ap.add_argument(
+        "--sweep-only", action="store_true", help="run the --sweep and stop (no demo builds)"
+    )
+    ap.add_argument(
         "--photos",
         type=int,
         default=0,
@@ -288,8 +301,10 @@ def main() -> None:
         f"{n_noop} empty tasks, {workers} threads: {noop_s:.2f}s -> "
         f"{1000 * noop_s / n_noop * workers:.0f} ms per task per worker"
     )
-    if a.sweep:
-        sweep(workers, cfg.config_hash())
+    if a.sweep or a.sweep_only:
+        sweep(workers, cfg.config_hash(), a.sweep_runner)
+        if a.sweep_only:
+            return
     # Warm-up, not measured: the first build in a process pays imports, first-use caches and
     # the sample decoding; counting it would flatter whichever side runs first.
     wb, _ = bare(cfg, workers)

@@ -28,6 +28,10 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
+THREAD_TASK_SECONDS = 1.0  # default min_task_seconds of a thread runner
+PROCESS_TASK_SECONDS = 20.0  # ... of a process, Dask or Ray runner
+
+
 class RunnerConfig(Strict):
     """Where a stage's shard tasks run. threads suit API-bound stages, processes CPU-bound ones."""
 
@@ -46,18 +50,27 @@ class RunnerConfig(Strict):
     # (~0.4 s each on a loaded 2-core machine, bench/overhead.py), even with no limit set.
     concurrency_tag: bool = False
     # Task bundling. Shards stay the unit of resume and caching; a Prefect task may run several
-    # shards of one stage in a row, so that tiny shards do not pay Prefect's per-task cost each
-    # (~70 ms of API-server CPU per task run here, docs/benchmarks.md). Once a stage's shards
-    # have been timed in this build, a task takes enough queued shards for about
-    # `min_task_seconds` of work (never more than `max_task_shards`, and never so many that a
-    # free worker would stay idle). 0 runs one shard per task. Deployments batch on their own.
-    min_task_seconds: float = Field(1.0, ge=0, le=3600)
+    # shards of one stage in a row, so that tiny shards do not pay Prefect's per-task cost each.
+    # Once a stage's shards have been timed in this build, a task takes enough queued shards for
+    # about `min_task_seconds` of work (never more than `max_task_shards`, and never so many that
+    # a free worker would stay idle). 0 runs one shard per task. Deployments batch on their own.
+    # Default (None): see task_seconds().
+    min_task_seconds: float | None = Field(None, ge=0, le=3600)
     max_task_shards: int = Field(64, ge=1, le=100_000)
     # Tasks in flight on this runner; shards beyond them wait in the scheduler, where they can
     # be bundled. Default: max_workers for threads, 2 x max_workers for processes, dask and ray
     # (a queued task hides their ~0.15 s dispatch). With `address:` the cluster's size is not
     # known here: every shard is submitted when planned (no bundling) unless this is set.
     inflight: int | None = Field(None, ge=1, le=1_000_000)
+
+    def task_seconds(self) -> float:
+        """Work per task: ``min_task_seconds``, else a default from Prefect's measured per-task
+        cost (bench/overhead.py --sweep, docs/benchmarks.md): ~170 ms per process, Dask or Ray
+        task (context rehydration in the worker) -> 20 s, ~1 %; ~35 ms per thread task -> 1 s
+        (~3.5 %: longer tasks lengthened the demo's tail, 2 s ran slower there)."""
+        if self.min_task_seconds is not None:
+            return self.min_task_seconds
+        return THREAD_TASK_SECONDS if self.kind == "threads" else PROCESS_TASK_SECONDS
 
     def inflight_tasks(self) -> int | None:
         """Tasks this runner keeps in flight (None: unbounded, each shard submitted when planned)."""

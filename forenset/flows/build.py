@@ -104,7 +104,7 @@ def dispatch_for(cfg: BuildConfig, stage: str) -> Dispatch:
     return Dispatch(
         runner=rc.model_dump_json(),
         slots=rc.inflight_tasks(),
-        min_task_s=rc.min_task_seconds,
+        min_task_s=rc.task_seconds(),
         max_task_shards=rc.max_task_shards,
     )
 
@@ -568,10 +568,13 @@ def run_build(
     on_event: Callable[[str, str, StageStats], None] | None = None,
 ) -> dict[str, Any]:
     """Run the build as a Prefect flow (ephemeral API unless PREFECT_API_URL is set)."""
+    from forenset.flows.ephemeral import reap_server_with_this_process
+
     store = RunStore(run_uri)
     store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
     _EVENT_SINK["fn"] = on_event  # callbacks are not flow parameters (those are recorded as JSON)
     try:
+        reap_server_with_this_process()  # a killed build leaves no orphaned ephemeral API server
         return run_coroutine(build_flow(run_uri, cfg.resolved(), retry_errors))
     finally:
         _EVENT_SINK["fn"] = None

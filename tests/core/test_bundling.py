@@ -139,6 +139,23 @@ def test_inflight_defaults_per_runner_kind():
     assert dispatch_for(cfg, "candidates").max_task_shards == 1
     assert dispatch_for(cfg, "captions").runner == dispatch_for(cfg, "judgments").runner
     assert dispatch_for(cfg, "captions").runner != dispatch_for(cfg, "diffs").runner
+    # work per task from Prefect's measured per-task cost (35 ms threads, 170 ms processes)
+    assert dispatch_for(cfg, "captions").min_task_s == 1.0
+    assert dispatch_for(cfg, "diffs").min_task_s == 20.0
+    assert dispatch_for(cfg, "explanations").min_task_s == 20.0
+
+
+def test_min_task_seconds_set_wins_over_the_runner_default():
+    cfg = validate_config(
+        {
+            "runners": {
+                "default": {"kind": "threads", "min_task_seconds": 0},
+                "diffs": {"kind": "processes", "min_task_seconds": 3},
+            }
+        }
+    )
+    assert dispatch_for(cfg, "captions").min_task_s == 0.0
+    assert dispatch_for(cfg, "diffs").min_task_s == 3.0
 
 
 def test_a_failing_shard_fails_alone_and_resume_retries_only_it(tmp_path, reference, monkeypatch):

@@ -114,13 +114,34 @@ def test_user_errors_are_one_sentence(tmp_path, cfg_file):
     )
 
 
+def prefect_servers_of(pid: int) -> list:
+    """The ephemeral Prefect API servers started by process ``pid``."""
+    import psutil
+
+    out = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            if "prefect.server.api.server" in " ".join(child.cmdline()):
+                out.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def gone_within(procs: list, seconds: float) -> bool:
+    import psutil
+
+    _, alive = psutil.wait_procs(procs, timeout=seconds)
+    return not alive
+
+
 def test_sigkill_then_resume_gives_identical_rows(tmp_path, cfg_file):
     path, d = cfg_file
     ref_store, _, _ = run_local(validate_config(dict(d, run_dir=str(tmp_path / "ref"))))
     ref = all_rows(ref_store)
     run = tmp_path / "killed"
     env = dict(os.environ)
-    signals = []
+    signals, orphans = [], 0
     for k, sig in ((1, signal.SIGKILL), (12, signal.SIGINT), (40, signal.SIGKILL)):
         log = tmp_path / f"stderr-{k}.txt"  # a file, not a pipe: an orphaned server keeps pipes
         with open(log, "w") as errf:
@@ -134,8 +155,15 @@ def test_sigkill_then_resume_gives_identical_rows(tmp_path, cfg_file):
             while committed(run) < k and proc.poll() is None and time.time() < deadline:
                 time.sleep(0.02)
             if proc.poll() is None:
+                servers = prefect_servers_of(proc.pid)
                 proc.send_signal(sig)
                 proc.wait(timeout=120)
+                if sig == signal.SIGKILL:  # atexit never ran: the watchdog stops the server
+                    assert servers, "the build ran without an ephemeral server: nothing checked"
+                    assert gone_within(servers, 30), (
+                        "a killed build left its Prefect server running"
+                    )
+                    orphans += len(servers)
                 if sig == signal.SIGINT:  # Ctrl-C: running shards finish and commit, one sentence
                     stderr = log.read_text()
                     assert proc.returncode == 130, stderr[-2000:]
@@ -144,6 +172,7 @@ def test_sigkill_then_resume_gives_identical_rows(tmp_path, cfg_file):
                     signals.append(sig)
             proc.wait()
     assert signal.SIGINT in signals, "the build finished before Ctrl-C: the test proved nothing"
+    assert orphans, "no SIGKILL hit a running build: the server reaping went unchecked"
     cli("build", str(path), "--run-dir", str(run))
     assert not list(run.rglob("*.tmp-*"))  # a killed build's temporaries are cleaned on resume
     assert all_rows(RunStore(str(run))) == ref

@@ -1,0 +1,99 @@
+"""Prefect's ephemeral API server dies with the process that started it.
+
+With no ``PREFECT_API_URL``, Prefect starts a uvicorn API server as a child process the first
+time a flow runs and stops it from an ``atexit`` hook. A SIGKILL, the OOM killer or a cluster's
+job timeout skip ``atexit``: the server then runs on, orphaned, holding ~225 MB and polling
+SQLite, one more after every killed build. ``reap_server_with_this_process`` starts the server
+itself (as the first flow would, so nothing else changes) and hands its pid to a small
+watchdog process. The watchdog reads pids from a pipe whose other end only this process holds;
+when the pipe closes, however this process ended, it terminates the pids that still run the
+server.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+# The watchdog: stdlib only, so it starts in ~20 ms. Ctrl-C in a terminal reaches the whole
+# foreground group; the watchdog ignores it and waits for the pipe like any other ending.
+_WATCHDOG = r"""
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+pids = [int(line) for line in sys.stdin if line.strip()]  # blocks until the parent is gone
+
+def runs_server(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"prefect.server.api.server" in f.read()
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc (macOS): trust the pid
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+
+live = [p for p in pids if runs_server(p)]
+for p in live:
+    try:
+        os.kill(p, signal.SIGTERM)
+    except OSError:
+        pass
+deadline = time.monotonic() + 10
+while live and time.monotonic() < deadline:
+    time.sleep(0.1)
+    live = [p for p in live if runs_server(p)]
+for p in live:
+    try:
+        os.kill(p, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+_lock = threading.Lock()
+_state: dict[str, object] = {}  # "watchdog": Popen, "pids": set of registered server pids
+
+
+def reap_server_with_this_process() -> int | None:
+    """Start the ephemeral API server now, if this process would use one, and make sure it
+    stops when this process ends, even by SIGKILL. Returns the server's pid (None: a
+    ``PREFECT_API_URL`` is set or ephemeral mode is off, so there is nothing to reap)."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return None
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()  # the instance Prefect's get_client() starts and reuses
+    server.start()
+    proc = server.server_process
+    if proc is None:
+        return None
+    with _lock:
+        pids: set[int] = _state.setdefault("pids", set())  # type: ignore[assignment]
+        watchdog = _state.get("watchdog")
+        if watchdog is None or watchdog.poll() is not None:  # type: ignore[attr-defined]
+            watchdog = subprocess.Popen(
+                [sys.executable, "-c", _WATCHDOG],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # outlives this process's group on purpose
+                text=True,
+            )
+            _state["watchdog"] = watchdog
+            pids.clear()
+        if proc.pid not in pids:
+            watchdog.stdin.write(f"{proc.pid}\n")  # type: ignore[union-attr]
+            watchdog.stdin.flush()  # type: ignore[union-attr]
+            pids.add(proc.pid)
+    return proc.pid
+
+
+def watchdog_pid() -> int | None:
+    """The watchdog's pid in this process (tests)."""
+    w = _state.get("watchdog")
+    return None if w is None else w.pid  # type: ignore[attr-defined]
