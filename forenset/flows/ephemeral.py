@@ -36,21 +36,20 @@ def runs_server(pid):
         except OSError:
             return False
 
+def send(pids, sig):
+    for p in pids:
+        try:
+            os.kill(p, sig)
+        except OSError:
+            pass
+
 live = [p for p in pids if runs_server(p)]
-for p in live:
-    try:
-        os.kill(p, signal.SIGTERM)
-    except OSError:
-        pass
+send(live, signal.SIGTERM)
 deadline = time.monotonic() + 10
 while live and time.monotonic() < deadline:
     time.sleep(0.1)
     live = [p for p in live if runs_server(p)]
-for p in live:
-    try:
-        os.kill(p, signal.SIGKILL)
-    except OSError:
-        pass
+send(live, signal.SIGKILL)
 """
 
 _lock = threading.Lock()
@@ -72,6 +71,14 @@ def reap_server_with_this_process() -> int | None:
     proc = server.server_process
     if proc is None:
         return None
+    stop_with_this_process(proc.pid)
+    return proc.pid
+
+
+def stop_with_this_process(pid: int) -> None:
+    """Register ``pid`` with this process's watchdog (started on first use): when this process
+    ends, ``pid`` gets SIGTERM, then SIGKILL after 10 s, if it still runs the Prefect server
+    (its command line is checked, so a recycled pid is left alone)."""
     with _lock:
         pids: set[int] = _state.setdefault("pids", set())  # type: ignore[assignment]
         watchdog = _state.get("watchdog")
@@ -86,14 +93,7 @@ def reap_server_with_this_process() -> int | None:
             )
             _state["watchdog"] = watchdog
             pids.clear()
-        if proc.pid not in pids:
-            watchdog.stdin.write(f"{proc.pid}\n")  # type: ignore[union-attr]
+        if pid not in pids:
+            watchdog.stdin.write(f"{pid}\n")  # type: ignore[union-attr]
             watchdog.stdin.flush()  # type: ignore[union-attr]
-            pids.add(proc.pid)
-    return proc.pid
-
-
-def watchdog_pid() -> int | None:
-    """The watchdog's pid in this process (tests)."""
-    w = _state.get("watchdog")
-    return None if w is None else w.pid  # type: ignore[attr-defined]
+            pids.add(pid)
