@@ -56,7 +56,7 @@ def build(
     except ConfigError as e:
         fail(str(e))
     run_uri = run_dir or cfg.run_dir
-    from forenset.flows.build import STAGES, run_build
+    from forenset.flows.build import STAGES, BuildInterrupted, run_build
 
     t0 = time.perf_counter()
     with Progress(
@@ -84,7 +84,9 @@ def build(
             fail(str(e))
         except (PermissionError, OSError) as e:
             fail(f"cannot write to run directory {run_uri}: {e.strerror or e}")
-        except KeyboardInterrupt:  # running shards finished and committed; nothing partial
+        except BuildInterrupted as e:  # running shards committed; nothing partial is visible
+            fail(f"{e} (run directory {run_uri})", code=130)
+        except KeyboardInterrupt:  # a second Ctrl-C: shards still running were not committed
             fail(
                 f"build interrupted: committed shards in {run_uri} are kept; "
                 "run the same command to resume",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import contextvars
 import math
 import threading
 import time
@@ -51,6 +52,10 @@ STAGES: list[type[Stage]] = [
 ]
 STAGE_BY_NAME = {s.name: s for s in STAGES}
 TABLES = list(dict.fromkeys([s.name for s in STAGES] + ["scenarios", "prompts", "annotations"]))
+
+
+class BuildInterrupted(Exception):
+    """The build stopped on request (Ctrl-C): nothing new started, running shards committed."""
 
 
 @dataclass
@@ -296,7 +301,7 @@ class Scheduler:
         if self.stop.is_set():  # manifests keep the last complete view, as after a crash
             self.write_state("interrupted")
             done = sum(s.run for s in self.stats.values())
-            raise KeyboardInterrupt(
+            raise BuildInterrupted(
                 f"build interrupted: {done} shards committed; run the same command to resume"
             )
         self.write_manifests()
@@ -442,14 +447,26 @@ async def build_flow_fn(
     heartbeat thread at the end of every flow run, and that thread sleeps in 1 s steps (~1 s
     per build, docs/benchmarks.md); the async engine does not wait for it. The build itself is
     plain blocking code in a worker thread, which inherits the flow-run context, so its tasks
-    and artifacts belong to this flow run. Cancelling the flow (Ctrl-C) stops new tasks; the
-    running ones finish and commit, and the same command resumes."""
+    and artifacts belong to this flow run.
+
+    Ctrl-C cancels this coroutine once: the build then starts nothing new, waits for its running
+    shards to commit and ends the flow run Cancelled (not Crashed, and without Prefect's crash
+    report on the terminal). A second Ctrl-C interrupts at once, as asyncio.run does."""
+    from prefect.states import Cancelled
+
     stop = threading.Event()
+    ctx = contextvars.copy_context()  # what asyncio.to_thread does: the flow-run context
+    build = asyncio.get_running_loop().run_in_executor(
+        None, ctx.run, _build_in_flow_thread, run_uri, config, retry_errors, stop
+    )
     try:
-        return await asyncio.to_thread(_build_in_flow_thread, run_uri, config, retry_errors, stop)
-    except asyncio.CancelledError:
-        stop.set()
-        raise
+        try:
+            return await asyncio.shield(build)
+        except asyncio.CancelledError:
+            stop.set()
+        return await build  # the scheduler raises BuildInterrupted once running shards are in
+    except BuildInterrupted as e:
+        return Cancelled(message=str(e))
 
 
 def _build_in_flow_thread(
@@ -573,9 +590,13 @@ def run_build(
     store = RunStore(run_uri)
     store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
     _EVENT_SINK["fn"] = on_event  # callbacks are not flow parameters (those are recorded as JSON)
+    from prefect.exceptions import CancelledRun
+
     try:
         reap_server_with_this_process()  # a killed build leaves no orphaned ephemeral API server
         return run_coroutine(build_flow(run_uri, cfg.resolved(), retry_errors))
+    except CancelledRun as e:  # Ctrl-C: the flow run ended Cancelled after running shards committed
+        raise BuildInterrupted(str(e)) from None
     finally:
         _EVENT_SINK["fn"] = None
         store.release_lock()

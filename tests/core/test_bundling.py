@@ -13,7 +13,13 @@ import threading
 import pytest
 
 from forenset.config import validate_config
-from forenset.flows.build import STAGE_BY_NAME, Dispatch, Scheduler, dispatch_for
+from forenset.flows.build import (
+    STAGE_BY_NAME,
+    BuildInterrupted,
+    Dispatch,
+    Scheduler,
+    dispatch_for,
+)
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import StageContext
 from forenset.tasks.diffs import Diffs
@@ -192,7 +198,7 @@ def test_stop_finishes_running_tasks_then_resume_completes(tmp_path, reference):
             if len(done) == 6:
                 stop.set()  # what Ctrl-C does to the flow
 
-    with pytest.raises(KeyboardInterrupt, match="run the same command to resume"):
+    with pytest.raises(BuildInterrupted, match="run the same command to resume"):
         run_recorded(cfg, stop=stop, on_event=on_event)
     store = RunStore(cfg.run_dir)
     state = json.loads((tmp_path / "run" / "state.json").read_text())

@@ -168,6 +168,9 @@ def test_sigkill_then_resume_gives_identical_rows(tmp_path, cfg_file):
                     stderr = log.read_text()
                     assert proc.returncode == 130, stderr[-2000:]
                     assert "build interrupted" in stderr and "Traceback" not in stderr
+                    assert "shards committed" in stderr  # the scheduler's count reached the user
+                    # the flow run ends Cancelled, not Crashed (no Prefect crash report either)
+                    assert "Cancelled(" in stderr and "Crash" not in stderr, stderr[-2000:]
                     assert json.loads((run / "state.json").read_text())["status"] == "interrupted"
                     signals.append(sig)
             proc.wait()
