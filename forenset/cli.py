@@ -231,10 +231,9 @@ def status(
     console.print(table)
     if details:
         from forenset import stats as st_mod
-        from forenset.flows.build import TABLES
-        from forenset.store.views import connect
+        from forenset.store.views import connect, table_names
 
-        con = connect(store, TABLES)
+        con = connect(store, table_names(store))
         for name in st_mod.QUERIES:
             cols, rows = st_mod.run(con, name)
             t = Table(title=name.replace("_", " "))
@@ -265,13 +264,12 @@ def query(
     """Run SQL over the stage tables with DuckDB."""
     import duckdb
 
-    from forenset.flows.build import TABLES
-    from forenset.store.views import connect
+    from forenset.store.views import connect, table_names
 
     if format not in ("table", "csv", "json"):
         fail("--format must be one of table, csv, json")
     store = _open(run_dir)
-    con = connect(store, [t for t in TABLES])
+    con = connect(store, table_names(store))
     try:
         cur = con.execute(sql)
     except duckdb.Error as e:

@@ -10,9 +10,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from forenset.backends.image.api_config import GeminiImagesConfig, OpenAIImagesConfig
 from forenset.backends.image.diffusers_config import DiffusersConfig
-from forenset.backends.image.gemini_images import GeminiImagesConfig
-from forenset.backends.image.openai_images import OpenAIImagesConfig
 from forenset.backends.llm.types import LLMSettings
 from forenset.exports.settings import ExportSettings
 from forenset.perturbations.config import PerturbationConfig

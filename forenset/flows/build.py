@@ -311,9 +311,13 @@ class Scheduler:
 
     # -- records -----------------------------------------------------------------
     def write_manifests(self) -> None:
-        for name in self.stages:
+        import base64
+
+        for name, stage in self.stages.items():
             infos = sorted(self.done.get(name, []), key=lambda i: i.path)
-            self.store.write_manifest(name, infos, {"config_hash": self.ctx.config.config_hash()})
+            schema = base64.b64encode(stage.output_schema.serialize().to_pybytes()).decode()
+            meta = {"config_hash": self.ctx.config.config_hash(), "schema": schema}
+            self.store.write_manifest(name, infos, meta)
 
     def write_state(self, status: str) -> None:
         self._last_state = time.monotonic()

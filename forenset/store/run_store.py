@@ -215,6 +215,19 @@ class RunStore:
             return []
         return [ShardInfo(**s) for s in doc["shards"]]
 
+    def manifest_schema(self, stage: str):
+        """The stage's output schema as its last build recorded it (``schema`` in the manifest,
+        Arrow IPC in base64), or None. Lets readers build typed empty views without importing
+        the stage's code."""
+        import base64
+
+        import pyarrow as pa
+
+        doc = self.read_json(self.manifest_path(stage), default=None)
+        if not doc or "schema" not in doc:
+            return None
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(doc["schema"])))
+
     def stages_present(self) -> list[str]:
         base = self.path("stages")
         if not self.fs.exists(base):

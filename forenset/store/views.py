@@ -7,11 +7,39 @@ import pyarrow as pa
 
 from forenset.store.run_store import RunStore
 
+NON_STAGE_TABLES = ["annotations"]  # written by `forenset import-annotations`, not by a stage
+
+
+def table_names(store: RunStore) -> list[str]:
+    """The tables of a run: its stages in DAG order as the last build recorded them
+    (state.json), then the non-stage tables. Reads no stage code; a run never built falls back
+    to the registered stages."""
+    state = store.read_json("state.json", default={}) or {}
+    stages = state.get("order") or store.stages_present()
+    if not stages:
+        from forenset.flows.build import TABLES
+
+        return list(TABLES)
+    return list(dict.fromkeys([*stages, *NON_STAGE_TABLES]))
+
+
+def _empty_schema(store: RunStore, name: str) -> pa.Schema:
+    """A stage's schema from its manifest; the stage class only for runs built before
+    manifests recorded it (importing every stage module costs seconds)."""
+    schema = store.manifest_schema(name)
+    if schema is not None:
+        return schema
+    if name in NON_STAGE_TABLES:
+        return pa.schema([("id", pa.string())])
+    from forenset.flows.build import STAGE_BY_NAME
+
+    if name in STAGE_BY_NAME:
+        return STAGE_BY_NAME[name].output_schema
+    return pa.schema([("id", pa.string())])
+
 
 def connect(store: RunStore, tables: list[str]) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with one view per stage (empty, typed, when the stage has no rows)."""
-    from forenset.flows.build import STAGE_BY_NAME
-
     con = duckdb.connect()
     if not store.is_local:
         con.register_filesystem(store.fs)
@@ -24,11 +52,7 @@ def connect(store: RunStore, tables: list[str]) -> duckdb.DuckDBPyConnection:
                 "hive_partitioning = true, union_by_name = true)"
             )
         else:
-            schema = (
-                STAGE_BY_NAME[name].output_schema
-                if name in STAGE_BY_NAME
-                else pa.schema([("id", pa.string())])
-            )
+            schema = _empty_schema(store, name)
             con.register(f"_{name}_empty", schema.empty_table())
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_empty")
     return con

@@ -15,8 +15,8 @@ from typing import Any
 from google.genai import errors as genai_errors
 from google.genai import types
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field
 
+from forenset.backends.image.api_config import GeminiImagesConfig
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
 from forenset.backends.image.openai_images import (
     ApiImageBackend,
@@ -30,42 +30,7 @@ from forenset.backends.llm.gemini_chat import _TIMEOUTS, _TRANSPORT, _retry_dela
 from forenset.backends.llm.limits import retry_after_from
 from forenset.backends.llm.openai_chat import error_from_status
 from forenset.backends.llm.secrets import redact
-from forenset.backends.llm.types import LLMCallError, ModelSpec
-
-
-class GeminiImagesConfig(BaseModel):
-    """One Gemini image generator; the key is named by env var, never stored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str = "gemini-2.5-flash-image"
-    base_url: str | None = None  # None: generativelanguage.googleapis.com
-    api_key_env: str = "GEMINI_API_KEY"
-    api_version: str = "v1beta"
-    aspect_ratio: str | None = None  # ImageConfig.aspect_ratio, e.g. "1:1", "3:2"
-    send_seed: bool = True  # GenerateContentConfig.seed from the request's seed
-    rpm: float | None = Field(default=None, gt=0)
-    max_concurrency: int = Field(default=4, ge=1)
-    timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=5, ge=0)
-    backoff_base_s: float = Field(default=1.0, ge=0)
-    backoff_max_s: float = Field(default=60.0, ge=0)
-    price_per_image: float = Field(default=0.0, ge=0)  # USD, recorded as params["cost_usd"]
-    params: dict[str, Any] = Field(default_factory=dict)  # extra GenerateContentConfig fields
-
-    def model_spec(self) -> ModelSpec:
-        """The chat layer's spec for this model: selects the shared limiter and SDK client."""
-        return ModelSpec(
-            backend="gemini",
-            model=self.model,
-            base_url=self.base_url,
-            api_key_env=self.api_key_env,
-            api_version=self.api_version,
-            rpm=self.rpm,
-            max_concurrency=self.max_concurrency,
-            timeout_s=self.timeout_s,
-        )
-
+from forenset.backends.llm.types import LLMCallError
 
 # Finish reasons that mean "declined" (besides the chat layer's set).
 _DECLINED = {

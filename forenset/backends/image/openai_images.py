@@ -26,8 +26,8 @@ from typing import Any
 
 import openai
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field
 
+from forenset.backends.image.api_config import OpenAIImagesConfig
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
 from forenset.backends.llm.engine import Engine, engine
 from forenset.backends.llm.openai_chat import error_from_status
@@ -41,38 +41,6 @@ _IMAGE_POLICY_CODES = {
     "content_policy_violation",
     "image_generation_user_error",
 }
-
-
-class OpenAIImagesConfig(BaseModel):
-    """One OpenAI-compatible image generator; the key is named by env var, never stored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str = "gpt-image-1"
-    base_url: str | None = None  # None: api.openai.com
-    api_key_env: str | None = "OPENAI_API_KEY"  # None: placeholder key (self-hosted servers)
-    size: str | None = None  # "1024x1024", "1536x1024", "auto"; None: generate sends "WxH"
-    quality: str | None = None  # gpt-image-1: low | medium | high | auto
-    rpm: float | None = Field(default=None, gt=0)
-    max_concurrency: int = Field(default=4, ge=1)
-    timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=5, ge=0)
-    backoff_base_s: float = Field(default=1.0, ge=0)
-    backoff_max_s: float = Field(default=60.0, ge=0)
-    price_per_image: float = Field(default=0.0, ge=0)  # USD, recorded as params["cost_usd"]
-    params: dict[str, Any] = Field(default_factory=dict)  # extra body fields (background, ...)
-
-    def model_spec(self) -> ModelSpec:
-        """The chat layer's spec for this model: selects the shared limiter and SDK client."""
-        return ModelSpec(
-            backend="openai",
-            model=self.model,
-            base_url=self.base_url,
-            api_key_env=self.api_key_env,
-            rpm=self.rpm,
-            max_concurrency=self.max_concurrency,
-            timeout_s=self.timeout_s,
-        )
 
 
 @dataclass
