@@ -10,7 +10,7 @@ The names below are imported on first use (PEP 562): the build config imports
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 _WHERE = {
     "ResponseCache": "cache",
@@ -69,27 +69,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_WHERE))
-
-
-if TYPE_CHECKING:  # static checkers see the real names
-    from forenset.backends.llm.cache import ResponseCache, cache_key
-    from forenset.backends.llm.engine import (
-        limiter_stats,
-        reset_limiters,
-        reset_stage,
-        run_chat,
-        stage_usage,
-    )
-    from forenset.backends.llm.jsonout import extract_json, parse_reply
-    from forenset.backends.llm.ledger import BatchLedger
-    from forenset.backends.llm.offline import OfflineChat, register_offline_task
-    from forenset.backends.llm.pool import choose_model
-    from forenset.backends.llm.types import (
-        ChatRequest,
-        ChatResult,
-        ErrorRateExceeded,
-        LLMCallError,
-        LLMSettings,
-        ModelSpec,
-        StageAborted,
-    )
