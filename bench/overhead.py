@@ -5,7 +5,10 @@ number of workers (the config's default thread runner). Order: a trivial flow (c
 the ephemeral API server), the same trivial flow again (warm), one unmeasured bare and Prefect
 build (imports and first-use caches), then bare / Prefect builds alternated ``--repeat``
 times; the ratio uses the medians (the machine is shared). CPU seconds (this process and the
-API server child, via psutil when installed) are printed as a load-independent figure.
+API server child, via psutil when installed) are printed as a load-independent figure. The
+gap is then split by a timeline of the shard bundles (``Timeline``): the flow's start and end,
+gaps between tasks on a worker (Prefect's per-task engine), slower work inside tasks (CPU
+contention) and the rest (workers waiting on dependencies).
 
 ``--photos N`` runs the demo stages on N real photos (crops of the bundled samples) instead
 of the 10 samples; ``--shard-size S`` overrides the demo's 4 rows per shard; ``--sweep`` times
@@ -172,6 +175,60 @@ def sweep(workers: int, config_hash: str, runner: str = "threads") -> None:
         )
 
 
+class Timeline:
+    """When each bundle of shards ran, on which thread: splits Prefect's extra wall time into a
+    fixed start and end, gaps between tasks on a worker, and slower work inside tasks (CPU
+    contention from the API server and Prefect's threads)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        import forenset.flows.build as build_mod
+        import forenset.flows.local as local_mod
+
+        self.calls: list[tuple[int, float, float]] = []
+        original = build_mod.run_shards
+
+        def recorded(stage, specs):
+            t0 = time.perf_counter()
+            try:
+                return original(stage, specs)
+            finally:
+                self.calls.append((threading.get_ident(), t0, time.perf_counter()))
+
+        build_mod.run_shards = local_mod.run_shards = recorded  # both call sites, one wrapper
+
+    def start(self) -> None:
+        self.calls.clear()
+        self.t0 = time.perf_counter()
+
+    def summary(self, t_end: float) -> dict[str, float]:
+        """Seconds: ``start`` (call to first shard), ``end`` (last shard to return), ``busy``
+        (inside shard bundles, summed over workers), ``gaps`` (between one bundle's end and the
+        next one's start on the same worker), ``tasks``."""
+        per_thread: dict[int, list[tuple[float, float]]] = {}
+        for tid, a, b in self.calls:
+            per_thread.setdefault(tid, []).append((a, b))
+        gaps = 0.0
+        for spans in per_thread.values():
+            spans.sort()
+            gaps += sum(b[0] - a[1] for a, b in zip(spans, spans[1:], strict=False))
+        return {
+            "start": min(a for _, a, _ in self.calls) - self.t0,
+            "end": t_end - max(b for _, _, b in self.calls),
+            "busy": sum(b - a for _, a, b in self.calls),
+            "gaps": gaps,
+            "tasks": len(self.calls),
+        }
+
+
+TIMELINE: list[Timeline] = []
+
+
+def timeline() -> Timeline | None:
+    return TIMELINE[0] if TIMELINE else None
+
+
 class CPU:
     """CPU seconds of this process and of its children (the ephemeral API server)."""
 
@@ -202,10 +259,13 @@ def bare(cfg, workers: int) -> tuple[float, int]:
     from forenset.tasks.export import export_dataset
 
     with tempfile.TemporaryDirectory(prefix="forenset-bare-") as d:
+        if timeline():
+            timeline().start()
         t0 = time.perf_counter()
         store, stats, executed = run_local(cfg, d, workers=workers)
         export_dataset(store, cfg)  # run_build exports too
         wall = time.perf_counter() - t0
+        LAST_PHASES[0] = timeline().summary(t0 + wall) if timeline() else None
     assert not any(s.failures for s in stats.values()), "bare build had failed shards"
     return wall, sum(executed.values())
 
@@ -227,9 +287,12 @@ def prefect(cfg, tags: bool = True) -> tuple[float, int]:
         Task.with_options = without_tags
     try:
         with tempfile.TemporaryDirectory(prefix="forenset-prefect-") as d:
+            if timeline():
+                timeline().start()
             t0 = time.perf_counter()
             out = run_build(d, cfg)
             wall = time.perf_counter() - t0
+            LAST_PHASES[0] = timeline().summary(t0 + wall) if timeline() else None
     finally:
         Task.with_options = original
     assert not any(s["failed"] for s in out["stages"].values()), "Prefect build had failures"
@@ -238,6 +301,34 @@ def prefect(cfg, tags: bool = True) -> tuple[float, int]:
 
 
 LAST_TASKS = [0]  # Prefect task runs of the last build (shards are bundled into tasks)
+LAST_PHASES: list[dict[str, float] | None] = [None]  # Timeline.summary of the last build
+
+
+def explain_gap(
+    bares: list[float],
+    prefects: list[float],
+    phases_b: list[dict[str, float]],
+    phases_p: list[dict[str, float]],
+    workers: int,
+) -> None:
+    """Where Prefect's extra wall time goes (medians over rounds; per-worker seconds)."""
+
+    def med(phases: list[dict[str, float]], key: str) -> float:
+        return statistics.median(ph[key] for ph in phases)
+
+    gap = statistics.median(prefects) - statistics.median(bares)
+    start = med(phases_p, "start") - med(phases_b, "start")
+    end = med(phases_p, "end") - med(phases_b, "end")
+    between = (med(phases_p, "gaps") - med(phases_b, "gaps")) / workers
+    slower = (med(phases_p, "busy") - med(phases_b, "busy")) / workers
+    tasks = med(phases_p, "tasks")
+    per_task = 1000 * med(phases_p, "gaps") / max(tasks - workers, 1)
+    print(
+        f"Prefect - bare = {gap:+.2f}s: flow start {start:+.2f}s, flow end {end:+.2f}s, "
+        f"between tasks on a worker {between:+.2f}s ({per_task:.0f} ms x {tasks:.0f} tasks / "
+        f"{workers} workers), slower work inside tasks {slower:+.2f}s (CPU contention), "
+        f"rest {gap - start - end - between - slower:+.2f}s (workers waiting on dependencies)"
+    )
 
 
 def main() -> None:
@@ -307,12 +398,14 @@ def main() -> None:
             return
     # Warm-up, not measured: the first build in a process pays imports, first-use caches and
     # the sample decoding; counting it would flatter whichever side runs first.
+    TIMELINE.append(Timeline())
     wb, _ = bare(cfg, workers)
     wp, _ = prefect(cfg)
     print(f"warm-up (not counted): bare loop {wb:.2f}s, Prefect flow {wp:.2f}s")
     cpu = CPU()
     bares, prefects, tasks = [], [], 0
     cpu_b, cpu_p, untagged, unbundled = [], [], [], []
+    phases_b, phases_p = [], []
     one_per_task = cfg.model_copy(
         update={
             "runners": {
@@ -323,9 +416,11 @@ def main() -> None:
     for i in range(a.repeat):
         c0 = cpu.now()
         b, n = bare(cfg, workers)
+        phases_b.append(LAST_PHASES[0])
         c1 = cpu.now()
         p, tasks = prefect(cfg)
         c2 = cpu.now()
+        phases_p.append(LAST_PHASES[0])
         bundled_tasks = LAST_TASKS[0]
         assert n == tasks, f"bare loop ran {n} shards, Prefect {tasks}"
         if a.unbundled:
@@ -357,6 +452,7 @@ def main() -> None:
         f"wall: Prefect / bare = {p / b:.3f} (goal <= 1.15; medians of {a.repeat}); "
         f"{tasks} shards -> {1000 * (p - b) / tasks * workers:.0f} ms per shard per worker"
     )
+    explain_gap(bares, prefects, phases_b, phases_p, workers)
     if unbundled:
         u = statistics.median(unbundled)
         print(f"wall with one shard per task: Prefect / bare = {u / b:.3f} (medians of {a.repeat})")
