@@ -28,6 +28,41 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def _arm_force_quit(progress: Progress, run_uri: str) -> None:
+    """Make the next Ctrl-C end the process at once instead of waiting for running shards.
+
+    Safe by construction: a shard becomes visible only through an atomic rename, so shards
+    still running are simply not there; resume sweeps their temporaries and takes over the
+    lock of a dead process, and the watchdog stops Prefect's ephemeral server. The flow run is
+    left as a killed one would be."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers can only be set from the main thread
+
+    def quit_now(signum: int, frame: object) -> None:
+        progress.stop()  # restores the terminal's cursor
+        try:  # best effort: status should not say "running" for a build that is gone
+            from forenset.store.run_store import RunStore
+
+            store = RunStore(run_uri)
+            state = store.read_json("state.json", default={}) or {}
+            store.write_json("state.json", {**state, "status": "interrupted"})
+            store.release_lock(all_levels=True)  # another host may build here next
+        except Exception:  # noqa: BLE001, S110 - exiting anyway; resume copes with either
+            pass
+        err.print(
+            f"[bold red]error:[/] build stopped without waiting: shards that were running are "
+            f"not committed, committed shards in {run_uri} are kept; run the same command to resume"
+        )
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, quit_now)
+
+
 def _quiet_prefect() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
@@ -78,15 +113,28 @@ def build(
                 note=f"{st.ok} ok {st.error} err" + (f" {st.failed} FAILED" if st.failed else ""),
             )
 
+        def on_interrupt() -> None:
+            err.print(
+                "stopping: no new shards start, the running ones finish and commit "
+                "(Ctrl-C again to quit at once)"
+            )
+            _arm_force_quit(progress, run_uri)
+
         try:
-            result = run_build(run_uri, cfg, retry_errors=retry_errors, on_event=on_event)
+            result = run_build(
+                run_uri,
+                cfg,
+                retry_errors=retry_errors,
+                on_event=on_event,
+                on_interrupt=on_interrupt,
+            )
         except RunLockedError as e:
             fail(str(e))
         except (PermissionError, OSError) as e:
             fail(f"cannot write to run directory {run_uri}: {e.strerror or e}")
         except BuildInterrupted as e:  # running shards committed; nothing partial is visible
             fail(f"{e} (run directory {run_uri})", code=130)
-        except KeyboardInterrupt:  # a second Ctrl-C: shards still running were not committed
+        except KeyboardInterrupt:  # Ctrl-C before the flow started, or outside the main thread
             fail(
                 f"build interrupted: committed shards in {run_uri} are kept; "
                 "run the same command to resume",

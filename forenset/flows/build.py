@@ -440,6 +440,7 @@ def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | No
 
 
 _EVENT_SINK: dict[str, Callable[[str, str, StageStats], None] | None] = {"fn": None}
+_INTERRUPT_SINK: dict[str, Callable[[], None] | None] = {"fn": None}  # first Ctrl-C, see run_build
 
 
 async def build_flow_fn(
@@ -455,7 +456,8 @@ async def build_flow_fn(
 
     Ctrl-C cancels this coroutine once: the build then starts nothing new, waits for its running
     shards to commit and ends the flow run Cancelled (not Crashed, and without Prefect's crash
-    report on the terminal). A second Ctrl-C interrupts at once, as asyncio.run does."""
+    report on the terminal). ``on_interrupt`` (run_build) hears of the first; the CLI makes
+    a second Ctrl-C quit at once."""
     from prefect.states import Cancelled
 
     stop = threading.Event()
@@ -468,6 +470,8 @@ async def build_flow_fn(
             return await asyncio.shield(build)
         except asyncio.CancelledError:
             stop.set()
+            if _INTERRUPT_SINK["fn"] is not None:  # the caller may say so, or arm a force-quit
+                _INTERRUPT_SINK["fn"]()
         return await build  # the scheduler raises BuildInterrupted once running shards are in
     except BuildInterrupted as e:
         return Cancelled(message=str(e))
@@ -587,13 +591,19 @@ def run_build(
     *,
     retry_errors: bool = False,
     on_event: Callable[[str, str, StageStats], None] | None = None,
+    on_interrupt: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the build as a Prefect flow (ephemeral API unless PREFECT_API_URL is set)."""
+    """Run the build as a Prefect flow (ephemeral API unless PREFECT_API_URL is set).
+
+    ``on_interrupt`` runs once, on the event loop's thread (the main thread when called from
+    the main thread), when the first Ctrl-C has stopped new work and the build waits for its
+    running shards: the CLI says so there and arms a second Ctrl-C to quit at once."""
     from forenset.flows.ephemeral import reap_server_with_this_process
 
     store = RunStore(run_uri)
     store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
     _EVENT_SINK["fn"] = on_event  # callbacks are not flow parameters (those are recorded as JSON)
+    _INTERRUPT_SINK["fn"] = on_interrupt
     from prefect.exceptions import CancelledRun
 
     try:
@@ -602,7 +612,7 @@ def run_build(
     except CancelledRun as e:  # Ctrl-C: the flow run ended Cancelled after running shards committed
         raise BuildInterrupted(str(e)) from None
     finally:
-        _EVENT_SINK["fn"] = None
+        _EVENT_SINK["fn"] = _INTERRUPT_SINK["fn"] = None
         store.release_lock()
 
 

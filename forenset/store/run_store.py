@@ -298,10 +298,12 @@ class RunStore:
             _remove_quietly(self.fs, p)
         return len(tmps)
 
-    def release_lock(self) -> None:
+    def release_lock(self, *, all_levels: bool = False) -> None:
+        """Undo one ``acquire_lock`` (the lock is re-entrant); ``all_levels``: drop this
+        process's hold entirely, for a process about to quit without unwinding."""
         key = self.path("build.lock")
         depth = _LOCK_DEPTH.get(key, 0)
-        if depth > 1:
+        if depth > 1 and not all_levels:
             _LOCK_DEPTH[key] = depth - 1
             return
         _LOCK_DEPTH.pop(key, None)
