@@ -439,8 +439,8 @@ def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | No
     return DaskTaskRunner(cluster_kwargs={"n_workers": rc.max_workers, "threads_per_worker": 1})
 
 
-_EVENT_SINK: dict[str, Callable[[str, str, StageStats], None] | None] = {"fn": None}
-_INTERRUPT_SINK: dict[str, Callable[[], None] | None] = {"fn": None}  # first Ctrl-C, see run_build
+# run_build's callbacks: not flow parameters (those are recorded as JSON), so held here
+_CALLBACKS: dict[str, Callable[..., None] | None] = {"on_event": None, "on_interrupt": None}
 
 
 async def build_flow_fn(
@@ -470,8 +470,8 @@ async def build_flow_fn(
             return await asyncio.shield(build)
         except asyncio.CancelledError:
             stop.set()
-            if _INTERRUPT_SINK["fn"] is not None:  # the caller may say so, or arm a force-quit
-                _INTERRUPT_SINK["fn"]()
+            if _CALLBACKS["on_interrupt"] is not None:  # the caller may say so, arm a force-quit
+                _CALLBACKS["on_interrupt"]()
         return await build  # the scheduler raises BuildInterrupted once running shards are in
     except BuildInterrupted as e:
         return Cancelled(message=str(e))
@@ -561,7 +561,7 @@ def _build(
             ctx,
             submit,
             retry_errors=retry_errors,
-            on_event=_EVENT_SINK["fn"],
+            on_event=_CALLBACKS["on_event"],
             dispatch=lambda stage: dispatch_for(cfg, stage),
             stop=stop,
         )
@@ -602,8 +602,7 @@ def run_build(
 
     store = RunStore(run_uri)
     store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
-    _EVENT_SINK["fn"] = on_event  # callbacks are not flow parameters (those are recorded as JSON)
-    _INTERRUPT_SINK["fn"] = on_interrupt
+    _CALLBACKS.update(on_event=on_event, on_interrupt=on_interrupt)
     from prefect.exceptions import CancelledRun
 
     try:
@@ -612,7 +611,7 @@ def run_build(
     except CancelledRun as e:  # Ctrl-C: the flow run ended Cancelled after running shards committed
         raise BuildInterrupted(str(e)) from None
     finally:
-        _EVENT_SINK["fn"] = _INTERRUPT_SINK["fn"] = None
+        _CALLBACKS.update(on_event=None, on_interrupt=None)
         store.release_lock()
 
 

@@ -1,7 +1,7 @@
 """Ctrl-C twice: the first stops new work and waits for running shards, the second quits now.
 
 A captions request is held open by the fake model server, so a captions shard is running for as
-long as the test wants: waiting for it would take until the gate opens (60 s), quitting must
+long as the test wants: waiting for it would take until the gate opens (90 s), quitting must
 not. Then the server answers and the same command resumes the run to the end.
 """
 
