@@ -255,15 +255,15 @@ class CPU:
 
 
 def bare(cfg, workers: int) -> tuple[float, int]:
+    from forenset.exports.dataset import export_dataset
     from forenset.flows.local import run_local
-    from forenset.tasks.export import export_dataset
 
     with tempfile.TemporaryDirectory(prefix="forenset-bare-") as d:
         if timeline():
             timeline().start()
         t0 = time.perf_counter()
         store, stats, executed = run_local(cfg, d, workers=workers)
-        export_dataset(store, cfg)  # run_build exports too
+        export_dataset(store, cfg.export)  # run_build exports too
         wall = time.perf_counter() - t0
         LAST_PHASES[0] = timeline().summary(t0 + wall) if timeline() else None
     assert not any(s.failures for s in stats.values()), "bare build had failed shards"

@@ -16,10 +16,11 @@ import threading
 import time
 
 from forenset.config import load_config
-from forenset.flows.build import STAGE_BY_NAME, Scheduler
+from forenset.scheduler import Scheduler
+from forenset.stages import stage_class
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import StageContext
-from forenset.tasks.runner import run_shards
+from forenset.worker import run_shards
 
 
 def run(barrier: bool, delay: float, workers: int, slow: str) -> tuple[float, float]:
@@ -34,7 +35,7 @@ def run(barrier: bool, delay: float, workers: int, slow: str) -> tuple[float, fl
                 t0 = time.perf_counter()
                 if stage_name == slow:
                     time.sleep(delay * len(specs))
-                out = run_shards(STAGE_BY_NAME[stage_name](ctx), specs)
+                out = run_shards(stage_class(stage_name)(ctx), specs)
                 with lock:
                     busy[0] += time.perf_counter() - t0
                 return out

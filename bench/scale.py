@@ -32,12 +32,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from forenset.config import validate_config
-from forenset.flows.build import Scheduler
+from forenset.scheduler import Scheduler
 from forenset.schemas.common import stage_schema
 from forenset.seeds import rng_for
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import ShardSpec, Stage, StageContext
-from forenset.tasks.runner import run_shards
+from forenset.worker import run_shards
 
 S, I64, F64 = pa.string(), pa.int64(), pa.float64()
 WORDS = np.array(

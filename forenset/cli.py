@@ -91,7 +91,9 @@ def build(
     except ConfigError as e:
         fail(str(e))
     run_uri = run_dir or cfg.run_dir
-    from forenset.flows.build import STAGES, BuildInterrupted, run_build
+    from forenset.flows.build import run_build
+    from forenset.scheduler import BuildFailed, BuildInterrupted
+    from forenset.stages import stage_names
 
     t0 = time.perf_counter()
     with Progress(
@@ -103,7 +105,7 @@ def build(
         console=console,
         disable=not console.is_terminal,
     ) as progress:
-        bars = {s.name: progress.add_task(s.name, total=0, note="") for s in STAGES}
+        bars = {name: progress.add_task(name, total=0, note="") for name in stage_names()}
 
         def on_event(kind: str, stage: str, st) -> None:
             progress.update(
@@ -134,6 +136,8 @@ def build(
             fail(f"cannot write to run directory {run_uri}: {e.strerror or e}")
         except BuildInterrupted as e:  # running shards committed; nothing partial is visible
             fail(f"{e} (run directory {run_uri})", code=130)
+        except BuildFailed as e:  # a configuration problem every shard of a stage would hit
+            fail(f"build stopped: {e}")
         except KeyboardInterrupt:  # Ctrl-C before the flow started, or outside the main thread
             fail(
                 f"build interrupted: committed shards in {run_uri} are kept; "

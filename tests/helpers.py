@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from forenset.flows.build import STAGE_BY_NAME, STAGES
 from forenset.flows.local import run_local
 from forenset.schemas.common import VOLATILE
+from forenset.stages import stage_class, stage_names
 from forenset.store.run_store import RunStore
 
 __all__ = ["run_local", "rows", "all_rows"]
@@ -14,7 +14,7 @@ __all__ = ["run_local", "rows", "all_rows"]
 
 def rows(store: RunStore, stage: str) -> list[dict]:
     """All rows of a stage's current shards, minus volatile columns, sorted by key."""
-    key = STAGE_BY_NAME[stage].key
+    key = stage_class(stage).key
     out = []
     for info in store.manifest(stage):
         t: pa.Table = store.read_shard(info)
@@ -23,4 +23,4 @@ def rows(store: RunStore, stage: str) -> list[dict]:
 
 
 def all_rows(store: RunStore) -> dict[str, list[dict]]:
-    return {s.name: rows(store, s.name) for s in STAGES}
+    return {name: rows(store, name) for name in stage_names()}

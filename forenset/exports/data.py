@@ -26,9 +26,9 @@ def verdict_source() -> tuple[str, str]:
     Builds with a ``verdicts`` stage (several judges per candidate, aggregated) keep it there as
     ``score``; older builds had it in ``judgments`` as ``final_score``.
     """
-    from forenset.flows.build import STAGE_BY_NAME
+    from forenset.stages import stage_names
 
-    return ("verdicts", "score") if "verdicts" in STAGE_BY_NAME else ("judgments", "final_score")
+    return ("verdicts", "score") if "verdicts" in stage_names() else ("judgments", "final_score")
 
 
 def tables() -> list[str]:

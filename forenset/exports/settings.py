@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# "parquet" is the build's plain per-split Parquet (forenset/tasks/export.py); the rest are ours.
+# "parquet" is the build's plain per-split Parquet (forenset/exports/dataset.py); the rest are ours.
 Format = Literal["parquet", "hf", "sft", "fakebench", "labelstudio"]
 FORMATS: tuple[str, ...] = ("hf", "sft", "fakebench", "labelstudio")
 

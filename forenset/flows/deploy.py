@@ -27,11 +27,11 @@ def shard_batch_flow(
     stage_name: str, specs: list[dict[str, Any]], run_uri: str, config: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """Run many shards of one stage in this process; returns their ShardInfo records."""
-    from forenset.flows.build import STAGE_BY_NAME
-    from forenset.tasks.runner import context_for, execute_shard
+    from forenset.stages import stage_class
+    from forenset.worker import context_for, execute_shard
 
     ctx = context_for(run_uri, config)
-    stage = STAGE_BY_NAME[stage_name](ctx)
+    stage = stage_class(stage_name)(ctx)
     return [execute_shard(stage, ShardSpec.from_json(s)).to_json() for s in specs]
 
 

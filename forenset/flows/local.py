@@ -6,10 +6,11 @@ import concurrent.futures as cf
 from collections import Counter
 
 from forenset.config import BuildConfig
-from forenset.flows.build import STAGE_BY_NAME, Scheduler, StageStats, dispatch_for
+from forenset.scheduler import BuildControl, Scheduler, StageStats, dispatch_for
+from forenset.stages import stage_class
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import StageContext
-from forenset.tasks.runner import run_shards
+from forenset.worker import run_shards
 
 
 def run_local(
@@ -20,6 +21,7 @@ def run_local(
     workers: int = 2,
     barrier: bool = False,
     bundled: bool = False,
+    control: BuildControl | None = None,
 ) -> tuple[RunStore, dict[str, StageStats], Counter[str]]:
     """Run every pending shard; returns the store, per-stage stats and shards executed per stage.
 
@@ -33,11 +35,16 @@ def run_local(
 
         def submit(stage_name, specs):
             executed[stage_name] += len(specs)
-            stage = STAGE_BY_NAME[stage_name](ctx)
+            stage = stage_class(stage_name)(ctx)
             return ex.submit(run_shards, stage, specs)
 
         dispatch = (lambda stage: dispatch_for(cfg, stage)) if bundled else None
         stats = Scheduler(
-            ctx, submit, retry_errors=retry_errors, barrier=barrier, dispatch=dispatch
+            ctx,
+            submit,
+            retry_errors=retry_errors,
+            barrier=barrier,
+            dispatch=dispatch,
+            control=control,
         ).run()
     return store, stats, executed

@@ -101,9 +101,9 @@ def _q(con: Any, sql: str) -> list[tuple]:
 
 
 def counts_section(store: RunStore, con: Any) -> str:
-    from forenset.flows.build import STAGES
+    from forenset.stages import stage_names
 
-    names = [st.name for st in STAGES]
+    names = stage_names()
     names += [n for n in store.stages_present() if n not in names]
     rows = []
     for name in names:

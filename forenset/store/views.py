@@ -5,9 +5,9 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
+from forenset.stages import NON_STAGE_TABLES
+from forenset.stages import table_names as registered_tables
 from forenset.store.run_store import RunStore
-
-NON_STAGE_TABLES = ["annotations"]  # written by `forenset import-annotations`, not by a stage
 
 
 def table_names(store: RunStore) -> list[str]:
@@ -17,9 +17,7 @@ def table_names(store: RunStore) -> list[str]:
     state = store.read_json("state.json", default={}) or {}
     stages = state.get("order") or store.stages_present()
     if not stages:
-        from forenset.flows.build import TABLES
-
-        return list(TABLES)
+        return registered_tables()
     return list(dict.fromkeys([*stages, *NON_STAGE_TABLES]))
 
 
@@ -31,11 +29,12 @@ def _empty_schema(store: RunStore, name: str) -> pa.Schema:
         return schema
     if name in NON_STAGE_TABLES:
         return pa.schema([("id", pa.string())])
-    from forenset.flows.build import STAGE_BY_NAME
+    from forenset.stages import stage_class
 
-    if name in STAGE_BY_NAME:
-        return STAGE_BY_NAME[name].output_schema
-    return pa.schema([("id", pa.string())])
+    try:
+        return stage_class(name).output_schema
+    except KeyError:  # a table of a plugin that is not installed here
+        return pa.schema([("id", pa.string())])
 
 
 def connect(store: RunStore, tables: list[str]) -> duckdb.DuckDBPyConnection:

@@ -1,25 +1,38 @@
 """The stage contract: plain Python units over Arrow batches, testable without Prefect.
 
-A stage declares its inputs (upstream stage names), the columns it reads, its output schema
-and a ``process(batch, shard)`` method. Planning (which shards exist, and their fingerprints)
-is also the stage's job, so the flow only wires stages together.
+A stage declares its inputs (upstream stage names), the columns it reads of each (the
+projection of its input reads), its partitions, its output schema, its own config model and a
+``process(batch, shard)`` method. Planning (which shards exist, and their fingerprints) is also
+the stage's job, so the scheduler only wires stages together. The declarations are enforced:
+``read_inputs`` reads only ``input_columns``, ``check_partition`` refuses a shard whose
+partition or rows do not match ``partition_by``, and ``to_table`` refuses unknown keys (and,
+in strict mode, ok rows that leave a column out).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 import traceback
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from forenset.config import BuildConfig
-from forenset.schemas.common import TRACE_NAMES
+from forenset.confbase import fingerprint_view
+from forenset.errors import ConfigurationError
+from forenset.schemas.common import TRACE_NAMES, USAGE_FIELDS
 from forenset.store.run_store import RunStore, ShardInfo, fingerprint
+
+# Set (tests do) to make ``to_table`` refuse ok rows that leave an output column out.
+STRICT_ROWS_ENV = "FORENSET_STRICT_ROWS"
+
+
+class ContractError(RuntimeError):
+    """A stage broke its declared contract (a bug in the stage, not a bad row)."""
 
 
 @dataclass
@@ -64,9 +77,11 @@ class ShardSpec:
 
 @dataclass
 class StageContext:
+    """What a stage runs with: the run store and the build config (``forenset.config``'s
+    ``BuildConfig``, assembled from the stages above this layer, hence typed loosely here)."""
+
     store: RunStore
-    config: BuildConfig
-    extra: dict[str, Any] = field(default_factory=dict)
+    config: Any
 
     @property
     def seed(self) -> int:
@@ -79,19 +94,35 @@ class Stage:
     name: ClassVar[str]
     version: ClassVar[str] = "1"
     inputs: ClassVar[tuple[str, ...]] = ()
-    input_columns: ClassVar[tuple[str, ...]] = ()
+    # Columns read of each input: one tuple for every input, or {input stage: tuple}. Reads are
+    # projected to these (plus ``status``), so wide upstream tables cost only what is used.
+    input_columns: ClassVar[tuple[str, ...] | Mapping[str, tuple[str, ...]]] = ()
     output_schema: ClassVar[pa.Schema]
     key: ClassVar[str]  # the id column of the output table
     partition_by: ClassVar[tuple[str, ...]] = ()
-    only_ok_inputs: ClassVar[bool] = True
+    # The stage's own config model: the build config gets a ``config_key`` section (default:
+    # the stage name) of this type, defaulting to ``config_default`` (else ``config_model()``).
+    config_model: ClassVar[Any] = None
+    config_key: ClassVar[str | None] = None
+    config_default: ClassVar[Any] = None
 
     def __init__(self, ctx: StageContext):
         self.ctx = ctx
 
     # -- configuration ---------------------------------------------------------
-    def stage_config(self) -> dict[str, Any]:
-        """The resolved config that shapes this stage's output (fingerprinted)."""
-        return {}
+    @classmethod
+    def config_section(cls) -> str:
+        return cls.config_key or cls.name
+
+    @property
+    def cfg(self) -> Any:
+        """This stage's section of the build config."""
+        return getattr(self.ctx.config, self.config_section())
+
+    def stage_config(self) -> Any:
+        """The resolved config that shapes this stage's output (fingerprinted): by default the
+        stage's config section without its operational fields (``forenset.confbase``)."""
+        return fingerprint_view(self.cfg) if self.config_model is not None else {}
 
     # -- planning ------------------------------------------------------------------
     def plan_sources(self) -> list[ShardSpec]:
@@ -112,20 +143,55 @@ class Stage:
         fp = fingerprint(
             self.name,
             self.version,
-            {"stage": self.stage_config(), "shard": params, "partition": partition},
+            {
+                "seed": self.ctx.seed,  # every stage draws from it
+                "stage": self.stage_config(),
+                "shard": params,
+                "partition": partition,
+            },
             [i.fingerprint for i in inputs],
         )
         return ShardSpec(self.name, shard_id, partition, inputs, params, fp)
 
     # -- processing ----------------------------------------------------------------
+    @classmethod
+    def columns_of(cls, upstream: str) -> tuple[str, ...]:
+        """The declared columns this stage reads of ``upstream``."""
+        cols = cls.input_columns
+        if isinstance(cols, Mapping):
+            if upstream not in cols:
+                raise ContractError(f"stage {cls.name} declares no input_columns for {upstream}")
+            return tuple(cols[upstream])
+        return tuple(cols)
+
     def read_inputs(self, shard: ShardSpec) -> pa.Table:
-        tables = [self.ctx.store.read_shard(i) for i in shard.inputs]
+        """The ok rows of the input shards, projected to the declared ``input_columns``."""
+        tables = []
+        for info in shard.inputs:
+            cols = list(dict.fromkeys([*self.columns_of(info.stage), "status"]))
+            t = self.ctx.store.read_shard(info, columns=cols)
+            tables.append(t.filter(pc.equal(t["status"], "ok")).drop_columns(["status"]))
         if not tables:
             return pa.table({})
-        t = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
-        if self.only_ok_inputs and "status" in t.column_names:
-            t = t.filter(pc.equal(t["status"], "ok"))
-        return t
+        return (
+            pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+        )
+
+    def check_partition(self, shard: ShardSpec, out: pa.Table) -> None:
+        """A shard's partition names exactly ``partition_by``, and its rows carry its values."""
+        if set(shard.partition) != set(self.partition_by):
+            raise ContractError(
+                f"stage {self.name} shard {shard.shard_id} is partitioned by "
+                f"{sorted(shard.partition)}, but the stage declares {list(self.partition_by)}"
+            )
+        for col, value in shard.partition.items():
+            if col in out.column_names and out.num_rows:
+                seen = set(out.column(col).drop_null().to_pylist())
+                if seen - {value}:
+                    raise ContractError(
+                        f"stage {self.name} wrote {col}={sorted(seen - {value})} into the "
+                        f"{col}={value} partition"
+                    )
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         raise TypeError(f"stage {self.name} must define process() or process_row()")
@@ -141,7 +207,21 @@ class Stage:
         }
 
     def to_table(self, rows: list[dict[str, Any]]) -> pa.Table:
+        """Rows as the output table. A key the schema does not have is a bug in the stage and
+        raises; with ``FORENSET_STRICT_ROWS`` set (the test suite), so does an ok row that
+        leaves a column out (error rows may: they carry what was known when the row failed)."""
         names = self.output_schema.names
+        known = set(names)
+        # trace and usage columns default to null (no prompt, no tokens on the offline path)
+        own = known - set(TRACE_NAMES) - {f.name for f in USAGE_FIELDS}
+        strict = bool(os.environ.get(STRICT_ROWS_ENV))
+        for r in rows:
+            unknown = r.keys() - known
+            if unknown:
+                raise ContractError(f"stage {self.name} wrote unknown column(s) {sorted(unknown)}")
+            if strict and r.get("status") == "ok" and not own <= r.keys():
+                missing = sorted(own - r.keys())
+                raise ContractError(f"stage {self.name} left column(s) {missing} out of an ok row")
         clean = [{n: r.get(n) for n in names} for r in rows]
         return pa.Table.from_pylist(clean, schema=self.output_schema)
 
@@ -169,6 +249,8 @@ class RowStage(Stage):
                 produced = list(self.process_row(row, shard))
             except StageRowError as e:
                 produced = [self.error_row(row, str(e), e.retryable)]
+            except (ConfigurationError, ContractError):
+                raise  # every row would fail alike: the shard fails, the build stops
             except Exception as e:  # noqa: BLE001 - a bad row must not crash the shard
                 where = traceback.extract_tb(e.__traceback__)[-1]
                 msg = f"{type(e).__name__}: {e} (at {where.name}:{where.lineno})"

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import pyarrow as pa
 from PIL import Image
+from pydantic import AfterValidator
 
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageBackend, ImageResult
+from forenset.backends.image.generator import GeneratorConfig
 from forenset.backends.image.offline import OfflineEditor
-from forenset.config import GeneratorConfig
 from forenset.images import encode_png
 from forenset.schemas.candidates import SCHEMA
 from forenset.seeds import derive_seed
@@ -61,6 +62,19 @@ def backend_for(cfg: GeneratorConfig) -> ImageBackend:
 
 
 T2I_PREFIX = "t2i-"  # candidates shards generated from prompts (no source photo)
+PROMPT_FIELDS = ("prompt_uid", "prompt", "category", "scenario_id", "media_form", "fields")
+
+
+def _unique_names(generators: list[GeneratorConfig]) -> list[GeneratorConfig]:
+    names = [g.name for g in generators]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ValueError(f"generator names must be unique (repeated: {', '.join(sorted(dup))})")
+    return generators
+
+
+# The stage's config: the generator pool (``generators:`` in YAML).
+GeneratorPool = Annotated[list[GeneratorConfig], AfterValidator(_unique_names)]
 
 
 class Candidates(Stage):
@@ -69,7 +83,13 @@ class Candidates(Stage):
     name = "candidates"
     version = "2"
     inputs = ("instructions", "prompts")
-    input_columns = ("instruction_id", "image_id", "blob", "caption") + EDIT_FIELDS
+    input_columns = {
+        "instructions": ("instruction_id", "image_id", "blob", "caption") + EDIT_FIELDS,
+        "prompts": PROMPT_FIELDS + ("scenario",),
+    }
+    config_model = GeneratorPool
+    config_key = "generators"
+    config_default = [GeneratorConfig(name="cv-telea")]
     output_schema = SCHEMA
     key = "candidate_id"
     partition_by = ("generator",)
@@ -88,9 +108,14 @@ class Candidates(Stage):
                     "fingerprint": g.fingerprint(),
                 },
             )
-            for g in self.ctx.config.generators
+            for g in self.cfg
             if task in g.tasks()
         ]
+
+    def stage_config(self) -> dict[str, Any]:
+        """Nothing pool-wide: each shard's params carry its own generator's fingerprint, so
+        adding a generator leaves the other generators' shards untouched."""
+        return {}
 
     def spec(self, shard_id, partition, inputs, params):
         """Fingerprint the generator's pixel-shaping config, not its operational knobs."""

@@ -13,20 +13,31 @@ import json
 from typing import Any
 
 import pyarrow as pa
+from pydantic import Field
 
 from forenset.backends.offline_vision import describe
 from forenset.images import decode_rgb
 from forenset.schemas.captions import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec, dumps
-from forenset.tasks.modelcall import call_validated, model_stage_config, request
+from forenset.tasks.modelcall import ModelStageConfig, call_validated, model_stage_config, request
 from forenset.text.captions import validate_caption
 from forenset.text.models import CaptionResponse
+
+
+class CaptionsConfig(ModelStageConfig):
+    keep_manifest: bool = (
+        True  # captions shipped with the source are kept (caption_source='manifest')
+    )
+    min_words: int = Field(25, ge=1)  # model captions: validate_caption bounds
+    max_words: int = Field(160, ge=1)
+
 
 TEMPLATES = ("caption",)
 
 
 class Captions(RowStage):
     name = "captions"
+    config_model = CaptionsConfig
     version = "2"
     inputs = ("sources",)
     input_columns = ("image_id", "blob", "width", "height", "caption", "entities", "license")
@@ -34,14 +45,16 @@ class Captions(RowStage):
     key = "image_id"
 
     def stage_config(self) -> dict[str, Any]:
-        return model_stage_config(self.ctx.config.captions, TEMPLATES)
+        return model_stage_config(self.cfg, TEMPLATES)
 
     @staticmethod
     def _base(row: dict[str, Any]) -> dict[str, Any]:
-        return {k: row[k] for k in ("image_id", "blob", "width", "height", "license")}
+        """The columns carried from the source; ``model_entities`` only a caption model fills."""
+        base = {k: row[k] for k in ("image_id", "blob", "width", "height", "license")}
+        return {**base, "model_entities": None}
 
     def _manifest(self, row: dict[str, Any]) -> dict[str, Any] | None:
-        if self.ctx.config.captions.keep_manifest and row.get("caption"):
+        if self.cfg.keep_manifest and row.get("caption"):
             return {
                 **self._base(row),
                 "caption": row["caption"],
@@ -69,7 +82,7 @@ class Captions(RowStage):
         }
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        cfg = self.ctx.config.captions
+        cfg = self.cfg
         if cfg.llm is None:
             return super().process(batch, shard)
         out: list[dict[str, Any]] = []
@@ -117,5 +130,5 @@ class Captions(RowStage):
         return self.to_table(out)
 
     def _check(self, reply: CaptionResponse) -> list[str]:
-        cfg = self.ctx.config.captions
+        cfg = self.cfg
         return validate_caption(reply.caption, cfg.min_words, cfg.max_words)

@@ -11,14 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+from pydantic import Field
 
 from forenset.backends.offline_diff import fidelity, ground, pixel_differences
 from forenset.images import decode_rgb
 from forenset.schemas.diffs import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec, dumps
-from forenset.tasks.modelcall import call_validated, model_stage_config, request
+from forenset.tasks.modelcall import ModelStageConfig, call_validated, model_stage_config, request
 from forenset.text.checks import validate_differences
 from forenset.text.models import VisualDifferences
+
+
+class DiffsConfig(ModelStageConfig):
+    threshold: float = Field(0.08, gt=0, lt=1)  # per-pixel |Δ| (0..1) counted as a change
+    min_region_frac: float = Field(0.0015, ge=0, lt=1)  # smaller connected regions are noise
+    max_regions: int = Field(8, ge=1, le=64)
+
 
 TEMPLATES = ("visual_differences",)
 CARRY = (
@@ -51,6 +59,7 @@ def model_differences(reply: VisualDifferences) -> list[dict[str, Any]]:
 
 class Diffs(RowStage):
     name = "diffs"
+    config_model = DiffsConfig
     version = "2"
     inputs = ("candidates",)
 
@@ -67,11 +76,11 @@ class Diffs(RowStage):
     partition_by = ("generator",)
 
     def stage_config(self) -> dict[str, Any]:
-        return model_stage_config(self.ctx.config.diffs, TEMPLATES)
+        return model_stage_config(self.cfg, TEMPLATES)
 
     def measure(self, row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], bytes, bytes]:
         """Pixel map + fidelity (every row), and the two PNGs for a VLM."""
-        c = self.ctx.config.diffs
+        c = self.cfg
         real_png = self.ctx.store.get_blob(row["source_blob"])
         fake_png = self.ctx.store.get_blob(row["blob"])
         real, fake = decode_rgb(real_png), decode_rgb(fake_png)
@@ -101,7 +110,7 @@ class Diffs(RowStage):
         }
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        c = self.ctx.config.diffs
+        c = self.cfg
         if c.llm is None:
             return super().process(batch, shard)
         out: list[dict[str, Any]] = []

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 import pyarrow as pa
+from pydantic import Field
 
 from forenset.backends.offline_explain import (
     authenticity,
@@ -25,7 +26,13 @@ from forenset.backends.offline_explain import (
 from forenset.images import decode_rgb
 from forenset.schemas.explanations import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec, StageRowError
-from forenset.tasks.modelcall import Outcome, call_validated, model_stage_config, request
+from forenset.tasks.modelcall import (
+    ModelStageConfig,
+    Outcome,
+    call_validated,
+    model_stage_config,
+    request,
+)
 from forenset.tasks.splits import SplitPartitioned
 from forenset.text.checks import (
     validate_authenticity_explanation,
@@ -34,11 +41,18 @@ from forenset.text.checks import (
 )
 from forenset.text.models import AuthenticityExplanation, ComplexExplanation, SimpleExplanation
 
+
+class ExplanationsConfig(ModelStageConfig):
+    min_words: int = Field(12, ge=1)
+    max_words: dict[str, int] = {"complex": 160, "simple": 45, "authenticity": 140}
+
+
 TEMPLATES = ("explain_complex", "explain_simple", "explain_authenticity")
 
 
 class Explanations(SplitPartitioned, RowStage):
     name = "explanations"
+    config_model = ExplanationsConfig
     version = "2"
     input_columns = (
         "sample_id",
@@ -55,10 +69,10 @@ class Explanations(SplitPartitioned, RowStage):
     key = "explanation_id"
 
     def stage_config(self) -> dict[str, Any]:
-        return model_stage_config(self.ctx.config.explanations, TEMPLATES)
+        return model_stage_config(self.cfg, TEMPLATES)
 
     def validate(self, kind: str, text: str, entities: list[str]) -> list[str]:
-        c = self.ctx.config.explanations
+        c = self.cfg
         problems = []
         n = len(text.split())
         if n < c.min_words or n > c.max_words[kind]:
@@ -71,7 +85,7 @@ class Explanations(SplitPartitioned, RowStage):
 
     def generate(self, kind: str, make, entities: list[str], row: dict[str, Any]) -> dict[str, Any]:
         problems: list[str] = []
-        tries = self.ctx.config.explanations.max_attempts
+        tries = self.cfg.max_attempts
         for attempt in range(tries):
             text = make(attempt)
             problems = self.validate(kind, text, entities)
@@ -115,7 +129,7 @@ class Explanations(SplitPartitioned, RowStage):
 
     # -- model path ------------------------------------------------------------
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        c = self.ctx.config.explanations
+        c = self.cfg
         if c.llm is None:
             return super().process(batch, shard)
         rows = batch.to_pylist()
@@ -199,7 +213,7 @@ class Explanations(SplitPartitioned, RowStage):
         return self.to_table(out)
 
     def _checker(self, kind: str, entities: list[str]):
-        c = self.ctx.config.explanations
+        c = self.cfg
         lo, hi = c.min_words, c.max_words[kind]
 
         def check(reply) -> list[str]:

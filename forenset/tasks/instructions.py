@@ -20,11 +20,19 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from pydantic import Field, model_validator
 
 from forenset.schemas.instructions import SCHEMA
 from forenset.seeds import rng_for
 from forenset.tasks.base import ShardSpec, Stage, dumps
-from forenset.tasks.modelcall import Outcome, call_validated, model_stage_config, request, set_usage
+from forenset.tasks.modelcall import (
+    ModelStageConfig,
+    Outcome,
+    call_validated,
+    model_stage_config,
+    request,
+    set_usage,
+)
 from forenset.text.instructions import (
     INSERTION_KINDS,
     InstructionConfig,
@@ -37,6 +45,32 @@ from forenset.text.instructions import (
 )
 from forenset.text.lexicon import content_lemmas, lemmas
 from forenset.text.models import ALL_KINDS, DifficultyRatings, EditInstructionSet
+
+
+class InstructionsConfig(ModelStageConfig):
+    """Edit sets per image. ``kinds`` are kind weights: a kind missing or 0 is never asked for,
+    so by default only what the offline editor executes is generated (also by an LLM)."""
+
+    min_edits: int = Field(2, ge=1, le=8)
+    max_edits: int = Field(3, ge=1, le=8)
+    kinds: dict[str, float] = {
+        "copy_move": 1.0,
+        "removal": 1.0,
+        "recolor": 1.0,
+        "local_warp": 1.0,
+        "liquify": 1.0,
+        "splice": 1.0,
+        "lighting": 1.0,
+    }
+    family_weights: dict[str, float] = {"object": 0.4, "geometry": 0.2, "scene": 0.2, "person": 0.2}
+    rate_difficulty_with_llm: bool = True  # LLM path: instruction_difficulty template
+
+    @model_validator(mode="after")
+    def _range(self) -> InstructionsConfig:
+        if self.min_edits > self.max_edits:
+            raise ValueError("min_edits must not exceed max_edits")
+        return self
+
 
 TEMPLATES = ("edit_instructions", "instruction_difficulty")
 LOCAL_MAX_AREA = 0.3
@@ -192,6 +226,7 @@ def executable(
 
 class Instructions(Stage):
     name = "instructions"
+    config_model = InstructionsConfig
     version = "2"
     inputs = ("captions",)
     input_columns = ("image_id", "blob", "caption", "entities")
@@ -199,11 +234,11 @@ class Instructions(Stage):
     key = "instruction_id"
 
     def stage_config(self) -> dict[str, Any]:
-        return model_stage_config(self.ctx.config.instructions, TEMPLATES)
+        return model_stage_config(self.cfg, TEMPLATES)
 
     def text_config(self, splice: bool = True) -> InstructionConfig:
         """The text package's quotas from the stage config (kinds are weights; 0 = never)."""
-        c = self.ctx.config.instructions
+        c = self.cfg
         kw = {k: float(c.kinds.get(k, 0.0)) for k in ALL_KINDS}
         if not splice:
             kw["splice"] = 0.0
@@ -253,7 +288,7 @@ class Instructions(Stage):
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         rows = batch.to_pylist()
-        if self.ctx.config.instructions.llm is not None:
+        if self.cfg.llm is not None:
             return self.to_table(self._llm(rows))
         out: list[dict[str, Any]] = []
         for i, row in enumerate(rows):
@@ -264,7 +299,7 @@ class Instructions(Stage):
     def _offline(self, row: dict[str, Any], donors: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Draw a set, keep the edits that pass ``validate_instruction``, top up from new draws
         (up to ``max_attempts``), then check the whole set with ``validate_instructions``."""
-        c = self.ctx.config.instructions
+        c = self.cfg
         rng = rng_for(self.ctx.seed, self.name, row["image_id"])
         caption = row["caption"] or ""
         regions = [
@@ -388,7 +423,7 @@ class Instructions(Stage):
         return out, problems
 
     def _llm(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        c = self.ctx.config.instructions
+        c = self.cfg
         tcfg = self.text_config()
         ctx: dict[str, tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]] = {}
         items = []
@@ -442,7 +477,7 @@ class Instructions(Stage):
         self, sets: dict[str, list[dict[str, Any]]], rows: dict[str, dict[str, Any]]
     ) -> dict[str, Outcome]:
         """instruction_difficulty replies per image; a failed rating keeps the set's own."""
-        c = self.ctx.config.instructions
+        c = self.cfg
         items = []
         for image_id, its in sets.items():
             req = request(

@@ -14,14 +14,30 @@ import json
 from typing import Any
 
 import pyarrow as pa
+from pydantic import Field
 
 from forenset.backends.llm import LLMSettings
 from forenset.backends.rule_judge import RULE_VERSION, judge
 from forenset.schemas.judgments import CARRY, SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec
-from forenset.tasks.modelcall import call_validated, model_stage_config, request
+from forenset.tasks.modelcall import ModelStageConfig, call_validated, model_stage_config, request
 from forenset.text.checks import validate_judgment
 from forenset.text.models import AlignmentJudgment
+
+
+class JudgmentsConfig(ModelStageConfig):
+    """The judge(s). The offline rule judge's evidence thresholds are its 'prompt'.
+
+    With ``llm`` set, ``panel: false`` gives each candidate one judge drawn from the pool by
+    weight; ``panel: true`` asks every pool model (one raw row per candidate per judge), and
+    ``with_rule_judge`` adds the offline rule judge's row next to the model judges'.
+    """
+
+    offtarget_dominance: float = Field(1.0, gt=0)  # off/in ratio above which off-target dominates
+    max_offtarget_frac: float = Field(0.06, ge=0, le=1)
+    panel: bool = False
+    with_rule_judge: bool = False
+
 
 TEMPLATES = ("alignment_judge",)
 
@@ -46,6 +62,7 @@ def evidence(differences_json: str | None, grounding_json: str | None) -> dict[s
 
 class Judgments(RowStage):
     name = "judgments"
+    config_model = JudgmentsConfig
     version = "3"
     inputs = ("diffs",)
     input_columns = CARRY + ("grounding",)
@@ -54,10 +71,10 @@ class Judgments(RowStage):
     partition_by = ("generator",)
 
     def stage_config(self) -> dict[str, Any]:
-        return model_stage_config(self.ctx.config.judgments, TEMPLATES)
+        return model_stage_config(self.cfg, TEMPLATES)
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
-        c = self.ctx.config.judgments
+        c = self.cfg
         v = judge(
             json.loads(row["instruction"]),
             json.loads(row["differences"]),
@@ -75,12 +92,12 @@ class Judgments(RowStage):
 
     def panels(self, settings: LLMSettings) -> list[tuple[str, LLMSettings]]:
         """(item-id suffix, settings) per judge call: the pool as drawn, or one per model."""
-        if not self.ctx.config.judgments.panel:
+        if not self.cfg.panel:
             return [("", settings)]
         return [(f"|{s.label}", settings.model_copy(update={"pool": [s]})) for s in settings.pool]
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        c = self.ctx.config.judgments
+        c = self.cfg
         if c.llm is None:
             return super().process(batch, shard)
         rows = batch.to_pylist()

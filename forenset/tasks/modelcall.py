@@ -13,29 +13,34 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from forenset.backends.llm import ChatRequest, ChatResult, LLMSettings, ResponseCache, run_chat
+from forenset.backends.llm.types import ChatRequest, ChatResult, LLMSettings
+from forenset.confbase import Strict, fingerprint_view, operational
 from forenset.seeds import derive_seed
 from forenset.tasks.base import StageContext
 from forenset.text.templates import load_template, render
 
-# Pool fields that shape a reply. rpm/tpm, keys, timeouts, concurrency and batch mode do not.
-POOL_IDENTITY = ("backend", "model", "weight", "base_url", "params")
+
+class ModelStageConfig(Strict):
+    """Shared by every model-using stage. ``llm: None`` keeps the offline algorithm (the demo).
+
+    ``llm`` set: one chat request per item through ``forenset.backends.llm.run_chat``; replies
+    failing the stage's validators are regenerated up to ``max_attempts`` times. Templates are
+    read from ``prompts_dir`` (default: the packaged forenset/prompts); their content hash, not
+    the folder name, goes into the fingerprint.
+    """
+
+    llm: LLMSettings | None = None
+    max_attempts: int = Field(3, ge=1, le=10)
+    # the templates' content hashes are fingerprinted, not the folder they are read from
+    prompts_dir: str | None = operational(None)
+
+
 # Usage columns the model stages' schemas carry next to the common trace columns.
 USAGE = ("input_tokens", "output_tokens", "cost_usd", "cached")
 
 Validator = Callable[[BaseModel], list[str]]
-
-
-def llm_identity(settings: LLMSettings | None) -> dict[str, Any] | None:
-    """What of an LLM pool goes into a stage fingerprint (None: the offline path)."""
-    if settings is None:
-        return None
-    return {
-        "pool": [{k: getattr(s, k) for k in POOL_IDENTITY} for s in settings.pool],
-        "repair_retries": settings.repair_retries,
-    }
 
 
 def template_hashes(ids: Sequence[str], root: str | None) -> dict[str, str]:
@@ -43,12 +48,11 @@ def template_hashes(ids: Sequence[str], root: str | None) -> dict[str, str]:
 
 
 def model_stage_config(cfg: Any, templates: Sequence[str]) -> dict[str, Any]:
-    """The fingerprinted config of a model stage: its own knobs, the pool identity and, when a
-    model is used, the content hash of every template it renders."""
-    d = cfg.model_dump(mode="json", exclude={"llm", "prompts_dir"})
-    llm = getattr(cfg, "llm", None)
-    if llm is not None:
-        d["llm"] = llm_identity(llm)
+    """The fingerprinted config of a model stage: its fingerprinted fields (the pool's identity,
+    not its rate limits or keys) and, when a model is used, the content hash of every template
+    it renders."""
+    d = fingerprint_view(cfg)
+    if getattr(cfg, "llm", None) is not None:
         d["templates"] = template_hashes(templates, getattr(cfg, "prompts_dir", None))
     return d
 
@@ -142,6 +146,8 @@ def call_validated(
     Transport / parse errors are final here: run_chat already retried and repaired them.
     ``ErrorRateExceeded`` propagates (the flow reports the shard as failed).
     """
+    from forenset.backends.llm import ResponseCache, run_chat  # loads the SDK clients
+
     cache = ResponseCache(ctx.store.fs, ctx.store.root)
     base = {req.item_id: (req, req.user, check) for req, check in items}
     pending = [req for req, _ in items]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import Field
+
 from forenset.images import decode_rgb, encode_png
 from forenset.perturbations import CATALOGUE_VERSION, PerturbationConfig, perturb_image, quality
 from forenset.schemas.perturbations import SCHEMA
@@ -13,8 +15,15 @@ from forenset.tasks.base import RowStage, ShardSpec, StageRowError
 from forenset.tasks.splits import SplitPartitioned
 
 
+class PerturbationsStageConfig(PerturbationConfig):
+    """The catalogue's own config (schedules, severity bands, adversarial) + variants per sample."""
+
+    variants: int = Field(1, ge=0, le=16)  # perturbed copies per sample
+
+
 class Perturbations(SplitPartitioned, RowStage):
     name = "perturbations"
+    config_model = PerturbationsStageConfig
     version = "1"
     input_columns = ("sample_id", "label", "split", "blob")
     output_schema = SCHEMA
@@ -23,16 +32,16 @@ class Perturbations(SplitPartitioned, RowStage):
     def stage_config(self) -> dict[str, Any]:
         return {
             "catalogue": CATALOGUE_VERSION,
-            **self.ctx.config.perturbations.model_dump(mode="json"),
+            **self.cfg.model_dump(mode="json"),
         }
 
     def catalogue_config(self) -> PerturbationConfig:
-        d = self.ctx.config.perturbations.model_dump()
+        d = self.cfg.model_dump()
         d.pop("variants")
         return PerturbationConfig.model_validate(d)
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
-        c = self.ctx.config.perturbations
+        c = self.cfg
         pcfg = self.catalogue_config()
         clean = decode_rgb(self.ctx.store.get_blob(row["blob"]))
         for v in range(c.variants):

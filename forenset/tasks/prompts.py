@@ -13,7 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+from pydantic import Field
 
+from forenset.backends.llm.types import LLMSettings
+from forenset.confbase import Strict, operational
 from forenset.schemas.prompts import SCHEMA
 from forenset.seeds import rng_for
 from forenset.tasks.base import ShardSpec, Stage
@@ -29,6 +32,16 @@ from forenset.text.safety_prompts import (
 )
 from forenset.text.taxonomy import Scenario, get_category, taxonomy_hash
 
+
+class PromptsConfig(Strict):
+    """5W+1H text-to-image prompts, one per scenario, near-duplicates removed per category."""
+
+    dedupe_threshold: float = Field(0.6, gt=0, le=1)
+    llm: LLMSettings | None = None  # prompt_5w1h template; None: the offline constructor
+    max_attempts: int = Field(5, ge=1, le=10)
+    prompts_dir: str | None = operational(None)  # templates are fingerprinted by content
+
+
 TEMPLATES = ("prompt_5w1h",)
 
 
@@ -42,6 +55,7 @@ def record_row(rec: PromptRecord) -> dict[str, Any]:
 
 class Prompts(Stage):
     name = "prompts"
+    config_model = PromptsConfig
     version = "1"
     inputs = ("scenarios",)
     input_columns = ("scenario_id", "category", "scenario")
@@ -50,12 +64,12 @@ class Prompts(Stage):
 
     def stage_config(self) -> dict[str, Any]:
         return {
-            **model_stage_config(self.ctx.config.prompts, TEMPLATES),
+            **model_stage_config(self.cfg, TEMPLATES),
             "taxonomy": taxonomy_hash(),
         }
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        c = self.ctx.config.prompts
+        c = self.cfg
         scenarios = [Scenario.model_validate_json(r["scenario"]) for r in batch.to_pylist()]
         if c.llm is None:
             built = [self._offline(sc) for sc in scenarios]
@@ -72,7 +86,7 @@ class Prompts(Stage):
         return self.to_table(out)
 
     def _offline(self, sc: Scenario) -> tuple[PromptRecord | None, dict[str, Any]]:
-        c = self.ctx.config.prompts
+        c = self.cfg
         cat = get_category(sc.category)
         rng = rng_for(self.ctx.seed, self.name, sc.scenario_id)
         problems: list[str] = []
@@ -101,7 +115,7 @@ class Prompts(Stage):
         }
 
     def _llm(self, scenarios: list[Scenario]) -> list[tuple[PromptRecord | None, dict[str, Any]]]:
-        c = self.ctx.config.prompts
+        c = self.cfg
         items = []
         for sc in scenarios:
             cat = get_category(sc.category)

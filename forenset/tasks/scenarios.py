@@ -13,7 +13,10 @@ import json
 from typing import Any
 
 import pyarrow as pa
+from pydantic import Field
 
+from forenset.backends.llm.types import LLMSettings
+from forenset.confbase import Strict, operational
 from forenset.schemas.scenarios import SCHEMA
 from forenset.seeds import rng_for
 from forenset.tasks.base import ShardSpec, Stage
@@ -28,6 +31,18 @@ from forenset.text.taxonomy import (
     sample_scenarios,
     taxonomy_hash,
 )
+
+
+class ScenariosConfig(Strict):
+    """SafeIMG scenario instances, one shard per taxonomy category (12 by default)."""
+
+    enabled: bool = True
+    per_category: int = Field(12, ge=1, le=10_000)
+    categories: list[str] | None = None  # None: all of taxonomy.yaml
+    llm: LLMSettings | None = None  # scenario_expansion template; None: sample_scenarios
+    max_attempts: int = Field(3, ge=1, le=10)
+    prompts_dir: str | None = operational(None)  # templates are fingerprinted by content
+
 
 TEMPLATES = ("scenario_expansion",)
 
@@ -62,6 +77,7 @@ def scenario_row(sc: Scenario, cat: Category) -> dict[str, Any]:
 
 class Scenarios(Stage):
     name = "scenarios"
+    config_model = ScenariosConfig
     version = "1"
     inputs = ()
     output_schema = SCHEMA
@@ -69,12 +85,12 @@ class Scenarios(Stage):
 
     def stage_config(self) -> dict[str, Any]:
         return {
-            **model_stage_config(self.ctx.config.scenarios, TEMPLATES),
+            **model_stage_config(self.cfg, TEMPLATES),
             "taxonomy": taxonomy_hash(),
         }
 
     def plan_sources(self) -> list[ShardSpec]:
-        c = self.ctx.config.scenarios
+        c = self.cfg
         if not c.enabled:
             return []
         cats = [x.id for x in load_taxonomy()]
@@ -86,7 +102,7 @@ class Scenarios(Stage):
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         assert shard is not None, "scenarios are planned per category"
-        c = self.ctx.config.scenarios
+        c = self.cfg
         cat = get_category(shard.params["category"])
         if c.llm is None:
             rng = rng_for(self.ctx.seed, self.name, cat.id)

@@ -6,14 +6,33 @@ import csv
 import hashlib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import yaml
+from pydantic import Field
 
+from forenset.confbase import Strict, operational
 from forenset.images import BadImage, encode_png, normalise
 from forenset.schemas.sources import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec, StageRowError, dumps
+
+
+class SourcesConfig(Strict):
+    """Where the real photos come from. The listing fields decide which items (and so which
+    shards) exist; each shard's params name its items, so they are not fingerprinted: adding a
+    folder adds shards and recomputes none."""
+
+    samples: Literal["all", "none"] | list[str] = operational("all")
+    folders: list[str] = operational([])
+    csv: list[str] = operational([])  # CSV with columns path[,caption,license]
+    extensions: list[str] = operational(
+        [".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp", ".gif"]
+    )
+    max_side: int = Field(512, ge=16, le=8192)  # normalised images are capped to this side
+    max_pixels: int = Field(40_000_000, ge=1024)  # larger headers are refused (decompression bombs)
+    max_file_mb: float = Field(64, gt=0)
+
 
 SAMPLES_FILE = Path(__file__).resolve().parent.parent / "data" / "samples.yaml"
 
@@ -45,17 +64,14 @@ def load_sample_bytes(loader: str) -> bytes:
 
 class Sources(RowStage):
     name = "sources"
+    config_model = SourcesConfig
     version = "1"
     output_schema = SCHEMA
     key = "image_id"
 
-    def stage_config(self) -> dict[str, Any]:
-        c = self.ctx.config.sources
-        return {"max_side": c.max_side, "max_pixels": c.max_pixels, "max_file_mb": c.max_file_mb}
-
     # -- listing -------------------------------------------------------------
     def list_items(self) -> list[dict[str, Any]]:
-        c = self.ctx.config.sources
+        c = self.cfg
         items: list[dict[str, Any]] = []
         wanted = c.samples
         for s in sample_manifest():
@@ -104,7 +120,7 @@ class Sources(RowStage):
         uri = item["uri"]
         if uri.startswith("sample://"):
             return load_sample_bytes(uri.removeprefix("sample://"))
-        limit = int(self.ctx.config.sources.max_file_mb * 1024 * 1024)
+        limit = int(self.cfg.max_file_mb * 1024 * 1024)
         p = Path(uri)
         if p.stat().st_size > limit:
             raise StageRowError(f"file is larger than max_file_mb ({p.stat().st_size} bytes)")
@@ -161,7 +177,7 @@ class Sources(RowStage):
         if it.get("duplicate_of"):
             raise StageRowError(f"duplicate of {it['duplicate_of']} (identical bytes)")
         data = self.read_item(it)
-        c = self.ctx.config.sources
+        c = self.cfg
         try:
             n = normalise(data, max_side=c.max_side, max_pixels=c.max_pixels)
         except BadImage as e:

@@ -7,14 +7,33 @@ shard (no barrier). Fakes of held-out generators whose source is not in test are
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 import pyarrow as pa
+from pydantic import field_validator
 
+from forenset.confbase import Strict
 from forenset.schemas.splits import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage
+
+
+class SplitsConfig(Strict):
+    fractions: dict[Literal["train", "validation", "test"], float] = {
+        "train": 0.6,
+        "validation": 0.2,
+        "test": 0.2,
+    }
+    holdout_families: list[str] = []  # generator families seen only in test
+    include_reals: bool = True
+
+    @field_validator("fractions")
+    @classmethod
+    def _fractions(cls, v: dict[str, float]) -> dict[str, float]:
+        if abs(sum(v.values()) - 1.0) > 1e-6 or any(x < 0 for x in v.values()):
+            raise ValueError("split fractions must be non-negative and sum to 1")
+        return v
 
 
 def assign_split(seed: int, image_id: str, fractions: dict[str, float]) -> str:
@@ -27,15 +46,30 @@ def assign_split(seed: int, image_id: str, fractions: dict[str, float]) -> str:
     return "test"
 
 
+FAKE_COLUMNS = (
+    "candidate_id",
+    "image_id",
+    "generator",
+    "generator_family",
+    "blob",
+    "source_blob",
+    "caption",
+    "instruction",
+)
+
+
 class Splits(Stage):
     name = "splits"
+    config_model = SplitsConfig
     version = "1"
     inputs = ("captions", "verdicts", "candidates")  # candidates: text-to-image shards only
+    input_columns = {
+        "captions": ("image_id", "blob", "caption", "entities"),
+        "verdicts": FAKE_COLUMNS + ("keep", "differences"),
+        "candidates": FAKE_COLUMNS,
+    }
     output_schema = SCHEMA
     key = "sample_id"
-
-    def stage_config(self) -> dict[str, Any]:
-        return self.ctx.config.splits.model_dump(mode="json")
 
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
         from forenset.tasks.candidates import T2I_PREFIX
@@ -43,14 +77,14 @@ class Splits(Stage):
         if upstream.stage == "candidates" and not upstream.shard_id.startswith(T2I_PREFIX):
             return []  # edits reach splits through Edit-Check (verdicts)
         label = "real" if upstream.stage == "captions" else "fake"
-        if label == "real" and not self.ctx.config.splits.include_reals:
+        if label == "real" and not self.cfg.include_reals:
             return []
         gen = upstream.partition.get("generator", "real")
         return [self.spec(f"{label}-{gen}-{upstream.shard_id}", {}, [upstream], {"label": label})]
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         assert shard is not None
-        c = self.ctx.config.splits
+        c = self.cfg
         out = []
         for r in batch.to_pylist():
             split = assign_split(self.ctx.seed, r["image_id"], c.fractions)
@@ -74,6 +108,9 @@ class Splits(Stage):
                         "source_blob": r["blob"],
                         "caption": r["caption"],
                         "entities": r["entities"],
+                        "candidate_id": None,  # a real photo: no edit, no differences
+                        "instruction": None,
+                        "differences": None,
                         **common,
                     }
                 )
@@ -96,7 +133,8 @@ class Splits(Stage):
                     "source_blob": r["source_blob"],
                     "caption": r["caption"],
                     "instruction": r["instruction"],
-                    "differences": r.get("differences"),
+                    "differences": r.get("differences"),  # text-to-image: no Edit-Check
+                    "entities": None,  # the source photo's entities describe the real image
                     **common,
                 }
             )

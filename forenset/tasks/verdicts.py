@@ -3,18 +3,41 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
+from pydantic import Field, model_validator
 
 from forenset.backends.rule_judge import aggregate
+from forenset.confbase import Strict
 from forenset.schemas.verdicts import SCHEMA
 from forenset.tasks.base import ShardSpec, Stage, dumps
 from forenset.tasks.judgments import CARRY
 
 
+class VerdictsConfig(Strict):
+    """The versioned aggregation rule: judges' raw records -> one verdict per candidate.
+
+    Changing a threshold here re-runs verdicts and what follows, never a judge call.
+    """
+
+    rule_version: str = "agg-v1"
+    combine: Literal["mean", "min", "max"] = "mean"
+    keep_score: float = Field(0.6, ge=0, le=1)
+    borderline_score: float = Field(0.35, ge=0, le=1)
+    hard_discard: list[str] = ["off_target", "severe_artifacts"]  # any judge saying so discards
+    borderline_policy: Literal["keep", "drop", "review"] = "drop"
+
+    @model_validator(mode="after")
+    def _order(self) -> VerdictsConfig:
+        if self.borderline_score > self.keep_score:
+            raise ValueError("borderline_score must not exceed keep_score")
+        return self
+
+
 class Verdicts(Stage):
     name = "verdicts"
+    config_model = VerdictsConfig
     version = "1"
     inputs = ("judgments",)
     input_columns = CARRY + ("judge", "final_score", "failure_category", "rationale")
@@ -22,11 +45,8 @@ class Verdicts(Stage):
     key = "candidate_id"
     partition_by = ("generator",)
 
-    def stage_config(self) -> dict[str, Any]:
-        return self.ctx.config.verdicts.model_dump(mode="json")
-
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        c = self.ctx.config.verdicts
+        c = self.cfg
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in batch.to_pylist():
             groups[r["candidate_id"]].append(r)

@@ -13,17 +13,18 @@ import threading
 import pytest
 
 from forenset.config import validate_config
-from forenset.flows.build import (
-    STAGE_BY_NAME,
+from forenset.scheduler import (
+    BuildControl,
     BuildInterrupted,
     Dispatch,
     Scheduler,
     dispatch_for,
 )
+from forenset.stages import stage_class
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import StageContext
 from forenset.tasks.diffs import Diffs
-from forenset.tasks.runner import run_shards
+from forenset.worker import run_shards
 from tests.conftest import small_config_dict
 from tests.helpers import all_rows, run_local
 
@@ -58,7 +59,7 @@ class Recorder:
 
         def work():
             try:
-                return run_shards(STAGE_BY_NAME[stage_name](self.ctx), specs)
+                return run_shards(stage_class(stage_name)(self.ctx), specs)
             finally:
                 with self.lock:
                     self.running -= 1
@@ -189,17 +190,20 @@ def test_a_failing_shard_fails_alone_and_resume_retries_only_it(tmp_path, refere
 def test_stop_finishes_running_tasks_then_resume_completes(tmp_path, reference):
     ref, shards = reference
     cfg = config(tmp_path / "run", min_task_seconds=0)
-    stop = threading.Event()
     done = []
+    heard = []
 
     def on_event(kind, stage, st):
         if kind == "done":
             done.append(stage)
             if len(done) == 6:
-                stop.set()  # what Ctrl-C does to the flow
+                control.interrupt()  # what Ctrl-C does to the flow
+                control.interrupt()  # a second request changes nothing here
 
+    control = BuildControl(on_event=on_event, on_interrupt=lambda: heard.append(1))
     with pytest.raises(BuildInterrupted, match="run the same command to resume"):
-        run_recorded(cfg, stop=stop, on_event=on_event)
+        run_recorded(cfg, control=control)
+    assert heard == [1]  # the first request is announced once
     store = RunStore(cfg.run_dir)
     state = json.loads((tmp_path / "run" / "state.json").read_text())
     assert state["status"] == "interrupted"

@@ -1,14 +1,14 @@
 """The whole DAG without Prefect: rows everywhere, determinism, selective recomputation."""
 
 from forenset.config import validate_config
-from forenset.flows.build import STAGES
+from forenset.stages import stage_classes
 from tests.conftest import small_config_dict
 from tests.helpers import all_rows, rows, run_local
 
 
 def test_every_stage_has_rows_and_offline_provenance(small_cfg):
     store, stats, executed = run_local(small_cfg)
-    for s in STAGES:
+    for s in stage_classes():
         assert stats[s.name].rows > 0, s.name
         assert stats[s.name].failed == 0
     cands = rows(store, "candidates")

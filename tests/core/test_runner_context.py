@@ -3,9 +3,9 @@
 import pytest
 import yaml
 
+from forenset import worker as runner
 from forenset.config import validate_config
 from forenset.store.run_store import RunStore
-from forenset.tasks import runner
 from tests.conftest import small_config_dict
 
 

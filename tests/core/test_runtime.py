@@ -37,8 +37,8 @@ def test_tuned_allocator_reuses_freed_buffers() -> None:
 
 
 def test_execute_shard_tunes_when_configured(tmp_path, monkeypatch) -> None:
+    from forenset import worker as runner
     from forenset.config import validate_config
-    from forenset.tasks import runner
 
     calls: list[int] = []
     monkeypatch.setattr(runner, "tune_allocator", lambda: calls.append(1) or True)

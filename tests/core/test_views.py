@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 from forenset.config import validate_config
-from forenset.flows.build import STAGE_BY_NAME, TABLES
+from forenset.stages import stage_class
+from forenset.stages import table_names as registered_tables
 from forenset.store.views import connect, table_names
 from tests.conftest import small_config_dict
 from tests.helpers import run_local
@@ -25,9 +26,9 @@ def test_views_of_a_built_run_need_no_stage_code(tmp_path):
     )
     store, stats, _ = run_local(cfg)
     assert not any(s.failures for s in stats.values())
-    assert sorted(table_names(store)) == sorted(TABLES)
+    assert sorted(table_names(store)) == sorted(registered_tables())
     assert store.manifest("scenarios") == []
-    assert store.manifest_schema("scenarios") == STAGE_BY_NAME["scenarios"].output_schema
+    assert store.manifest_schema("scenarios") == stage_class("scenarios").output_schema
     code = (
         "import json, sys\n"
         "from forenset.store.run_store import RunStore\n"
@@ -44,7 +45,7 @@ def test_views_of_a_built_run_need_no_stage_code(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     got = json.loads(out.stdout)
     assert got["stage_code"] == []
-    assert got["cols"] == STAGE_BY_NAME["scenarios"].output_schema.names  # typed, from the manifest
+    assert got["cols"] == stage_class("scenarios").output_schema.names  # typed, from the manifest
     assert got["n"] > 0 and got["annotations"] == 0
     # the same views in process, for the record: identical column lists
     con = connect(store, table_names(store))

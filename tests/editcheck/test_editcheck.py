@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import skimage.data
 
+from forenset.backends.image.generator import GeneratorConfig
 from forenset.backends.image.offline import OfflineEditor
 from forenset.backends.offline_diff import ground, pixel_differences
 from forenset.backends.rule_judge import aggregate, judge
-from forenset.config import GeneratorConfig
 
 J = {"offtarget_dominance": 1.0, "max_offtarget_frac": 0.06}
 
@@ -112,12 +112,12 @@ def test_aggregation_hard_discards_and_rethresholds():
 
 def test_statistics_queries_run_on_a_build(small_cfg):
     from forenset import stats
-    from forenset.flows.build import TABLES
     from forenset.flows.local import run_local
+    from forenset.stages import table_names
     from forenset.store.views import connect
 
     store, _, _ = run_local(small_cfg)
-    con = connect(store, TABLES)
+    con = connect(store, table_names())
     out = {name: stats.run(con, name) for name in stats.QUERIES}
     gens = {r[0] for r in out["discard_by_generator"][1]}
     assert gens == {"cv-a", "cv-faulty"}

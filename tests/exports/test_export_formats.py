@@ -15,9 +15,9 @@ import pytest
 
 from forenset.exports.api import run_export
 from forenset.exports.data import balanced, eval_subset, load_samples
+from forenset.exports.dataset import export_dataset
 from forenset.exports.fakebench import DIMENSIONS, KIND_DIMENSIONS, dimensions_for
 from forenset.exports.settings import ExportSettings, parse_eval_subset
-from forenset.tasks.export import export_dataset
 from tests.helpers import rows
 
 
@@ -325,15 +325,14 @@ def test_labelstudio_tasks_and_import_roundtrip(built, samples, tmp_path):
 
 def test_build_export_step_keeps_contract_and_writes_extra_formats(built, tmp_path):
     store, cfg = built
-    first = export_dataset(store, cfg)
+    first = export_dataset(store, cfg.export)
     assert set(first) >= {"skipped", "counts", "path"}
-    again = export_dataset(store, cfg)
+    again = export_dataset(store, cfg.export)
     assert again["skipped"] is True and again["counts"] == first["counts"]
     samples = load_samples(store)
     assert sum(first["counts"].values()) == len(samples)
     # with ExportSettings as the config's export section, the build also writes our formats
-    hooked = cfg.model_copy(update={"export": ExportSettings(formats=["parquet", "sft"])})
-    res = export_dataset(store, hooked)
+    res = export_dataset(store, ExportSettings(formats=["parquet", "sft"]))
     assert res["skipped"] is False and res["formats"]["sft"]["counts"]["complex"]
     assert Path(res["formats"]["sft"]["path"], "complex", "train.jsonl").is_file()
 

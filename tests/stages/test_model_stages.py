@@ -10,8 +10,8 @@ from PIL import Image
 
 from forenset.backends.rule_judge import RULE_VERSION
 from forenset.config import validate_config
-from forenset.flows.build import STAGE_BY_NAME
 from forenset.flows.local import run_local
+from forenset.stages import stage_class
 from forenset.tasks.base import StageContext
 from forenset.testing._base import Fault
 from forenset.text.templates import PROMPTS_DIR
@@ -180,7 +180,7 @@ def test_error_rate_fails_the_shard_with_one_sentence(tmp_path, server):
 
 def stage_configs(cfg, tmp_path):
     ctx = StageContext(store=None, config=cfg)  # stage_config needs no store
-    return {n: STAGE_BY_NAME[n](ctx).stage_config() for n in MODEL_STAGES}
+    return {n: stage_class(n)(ctx).stage_config() for n in MODEL_STAGES}
 
 
 def test_template_change_changes_that_stage_only(tmp_path, server):

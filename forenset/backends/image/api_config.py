@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from forenset.backends.llm.types import ModelSpec
+from forenset.confbase import operational
 
 
 class _ImageAPIConfig(BaseModel):
@@ -15,13 +16,13 @@ class _ImageAPIConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rpm: float | None = Field(default=None, gt=0)
-    max_concurrency: int = Field(default=4, ge=1)
-    timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=5, ge=0)
-    backoff_base_s: float = Field(default=1.0, ge=0)
-    backoff_max_s: float = Field(default=60.0, ge=0)
-    price_per_image: float = Field(default=0.0, ge=0)  # USD, recorded as params["cost_usd"]
+    rpm: float | None = operational(None, gt=0)
+    max_concurrency: int = operational(4, ge=1)
+    timeout_s: float = operational(120.0, gt=0)
+    max_retries: int = operational(5, ge=0)
+    backoff_base_s: float = operational(1.0, ge=0)
+    backoff_max_s: float = operational(60.0, ge=0)
+    price_per_image: float = operational(0.0, ge=0)  # USD, recorded as params["cost_usd"]
     params: dict[str, Any] = Field(default_factory=dict)  # extra request fields, passed through
 
     def _spec(self, backend: str, **extra: Any) -> ModelSpec:
@@ -44,7 +45,9 @@ class OpenAIImagesConfig(_ImageAPIConfig):
 
     model: str = "gpt-image-1"
     base_url: str | None = None  # None: api.openai.com
-    api_key_env: str | None = "OPENAI_API_KEY"  # None: placeholder key (self-hosted servers)
+    api_key_env: str | None = operational(
+        "OPENAI_API_KEY"
+    )  # None: placeholder key (self-hosted servers)
     size: str | None = None  # "1024x1024", "1536x1024", "auto"; None: generate sends "WxH"
     quality: str | None = None  # gpt-image-1: low | medium | high | auto
 
@@ -58,7 +61,7 @@ class GeminiImagesConfig(_ImageAPIConfig):
 
     model: str = "gemini-2.5-flash-image"
     base_url: str | None = None  # None: generativelanguage.googleapis.com
-    api_key_env: str = "GEMINI_API_KEY"
+    api_key_env: str = operational("GEMINI_API_KEY")
     api_version: str = "v1beta"
     aspect_ratio: str | None = None  # ImageConfig.aspect_ratio, e.g. "1:1", "3:2"
     send_seed: bool = True  # GenerateContentConfig.seed from the request's seed

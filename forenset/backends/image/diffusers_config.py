@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from forenset.backends.image.registry import PipelineSpec, pipeline_spec
+from forenset.confbase import operational
 
 
 class DiffusersConfig(BaseModel):
@@ -21,15 +22,15 @@ class DiffusersConfig(BaseModel):
     variant: str | None = None  # e.g. "fp16" weight files
     scheduler: str | None = None  # diffusers scheduler class to swap in, from the model's config
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"  # auto: bf16 CUDA, f32 CPU
-    device: str = "auto"  # auto: "cuda" if available else "cpu"; or "cuda:1", "cpu"
+    device: str = operational("auto")  # auto: "cuda" if available else "cpu"; or "cuda:1", "cpu"
     steps: int | None = Field(default=None, ge=1)  # None: the pipeline's default in registry
     guidance_scale: float | None = None
     image_guidance_scale: float | None = None  # InstructPix2Pix only
     negative_prompt: str | None = None
     size: tuple[int, int] | None = None  # (width, height) forced for every generate request
     edit_max_side: int | None = Field(default=1024, ge=8)  # edits: downscale longer side to this
-    batch_size: int = Field(default=4, ge=1)
-    cpu_offload: bool = False  # enable_model_cpu_offload (CUDA only)
+    batch_size: int = operational(4, ge=1)
+    cpu_offload: bool = operational(False)  # enable_model_cpu_offload (CUDA only)
     compile: bool = False  # torch.compile the denoiser (slow first call; never in tests)
     tiny: bool = False  # build a tiny random-weight pipeline instead of loading ``model``
     tiny_seed: int = 0

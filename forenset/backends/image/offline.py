@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
-from forenset.config import GeneratorConfig
+from forenset.backends.image.generator import GeneratorConfig
 from forenset.seeds import rng_for
 
 HUES = {

@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 import openai
 from google.genai import errors as genai_errors
@@ -29,8 +29,9 @@ from forenset.backends.llm.openai_chat import build_body, error_from_status, rep
 from forenset.backends.llm.secrets import redact
 from forenset.backends.llm.types import ChatResult, LLMCallError, LLMSettings, ModelSpec
 
-if TYPE_CHECKING:
-    from forenset.backends.llm.engine import Engine, StageState, _Item
+# The engine's types, named loosely: the engine imports this module (lazily, for batch mode),
+# so importing it back here, even for annotations, would close a cycle.
+Engine = StageState = _Item = Any
 
 ENDPOINT = "/v1/chat/completions"
 BATCH_BACKENDS = ("openai", "gemini")

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from forenset.confbase import operational
+
 
 @dataclass
 class ChatRequest:
@@ -88,19 +90,21 @@ class ModelSpec(BaseModel):
     model: str
     weight: float = Field(1.0, gt=0)
     base_url: str | None = None
-    api_key_env: str | None = None
-    api_version: str | None = None  # gemini: "v1beta" (default) or "v1"
-    rpm: float | None = Field(None, gt=0)  # requests / minute (None: unlimited until headers say)
-    tpm: float | None = Field(None, gt=0)  # tokens / minute
-    max_concurrency: int = Field(16, ge=1)
-    price_in_per_mtok: float = Field(0.0, ge=0)  # USD per 1M input tokens
-    price_out_per_mtok: float = Field(0.0, ge=0)
-    timeout_s: float = Field(60.0, gt=0)
-    batch: bool = False  # OpenAI Batch API (50 % price, hours of latency)
-    batch_price_factor: float = Field(0.5, gt=0)
-    batch_poll_s: float = Field(30.0, gt=0)
-    batch_wait_s: float = Field(24 * 3600.0, ge=0)  # give up waiting (items retryable) after
-    prefect_rate_limit: str | None = None  # name of a Prefect global concurrency limit
+    api_key_env: str | None = operational(None)
+    api_version: str | None = operational(None)  # gemini: "v1beta" (default) or "v1"
+    rpm: float | None = operational(
+        None, gt=0
+    )  # requests / minute (None: unlimited until headers say)
+    tpm: float | None = operational(None, gt=0)  # tokens / minute
+    max_concurrency: int = operational(16, ge=1)
+    price_in_per_mtok: float = operational(0.0, ge=0)  # USD per 1M input tokens
+    price_out_per_mtok: float = operational(0.0, ge=0)
+    timeout_s: float = operational(60.0, gt=0)
+    batch: bool = operational(False)  # OpenAI Batch API (50 % price, hours of latency)
+    batch_price_factor: float = operational(0.5, gt=0)
+    batch_poll_s: float = operational(30.0, gt=0)
+    batch_wait_s: float = operational(24 * 3600.0, ge=0)  # give up waiting (items retryable) after
+    prefect_rate_limit: str | None = operational(None)  # name of a Prefect global concurrency limit
     params: dict[str, Any] = Field(default_factory=dict)  # extra body / config fields
 
     @property
@@ -114,13 +118,13 @@ class LLMSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pool: list[ModelSpec] = Field(min_length=1)
-    max_retries: int = Field(5, ge=0)  # transport retries per item (429/5xx/timeouts)
-    backoff_base_s: float = Field(0.5, ge=0)
-    backoff_max_s: float = Field(30.0, ge=0)
+    max_retries: int = operational(5, ge=0)  # transport retries per item (429/5xx/timeouts)
+    backoff_base_s: float = operational(0.5, ge=0)
+    backoff_max_s: float = operational(30.0, ge=0)
     repair_retries: int = Field(1, ge=0)  # invalid JSON / schema -> show the model the error
-    max_error_rate: float = Field(0.5, ge=0, le=1)  # over the sliding window
-    error_window: int = Field(20, ge=1)
-    budget_usd: float | None = Field(None, ge=0)  # per stage and process; None = no cap
+    max_error_rate: float = operational(0.5, ge=0, le=1)  # over the sliding window
+    error_window: int = operational(20, ge=1)
+    budget_usd: float | None = operational(None, ge=0)  # per stage and process; None = no cap
 
     @model_validator(mode="after")
     def _unique_labels(self) -> LLMSettings:

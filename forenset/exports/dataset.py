@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from forenset.config import BuildConfig
+from forenset.exports.settings import ExportSettings
 from forenset.store.run_store import RunStore
 
 EXPORT_VERSION = "1"
@@ -26,7 +26,7 @@ GROUP BY ALL ORDER BY s.sample_id
 """
 
 
-def export_dataset(store: RunStore, cfg: BuildConfig) -> dict[str, Any]:
+def export_dataset(store: RunStore, settings: ExportSettings) -> dict[str, Any]:
     """Write exports/parquet/<split>.parquet; skipped when its inputs have not changed."""
     from forenset.exports.data import tables
     from forenset.store.views import connect
@@ -34,7 +34,7 @@ def export_dataset(store: RunStore, cfg: BuildConfig) -> dict[str, Any]:
     deps = {n: [s.content_id for s in store.manifest(n)] for n in tables()}
     fp = hashlib.blake2b(
         json.dumps(
-            [EXPORT_VERSION, deps, cfg.export.model_dump(mode="json")], sort_keys=True
+            [EXPORT_VERSION, deps, settings.model_dump(mode="json")], sort_keys=True
         ).encode(),
         digest_size=12,
     ).hexdigest()
@@ -72,23 +72,22 @@ def export_dataset(store: RunStore, cfg: BuildConfig) -> dict[str, Any]:
         store.write_bytes_atomic(f"exports/parquet/{split}.parquet", buf.getvalue())
         counts[split] = t.num_rows
     doc = {"fingerprint": fp, "counts": counts, "path": store.path("exports/parquet")}
-    extra = _extra_formats(store, cfg)
+    extra = _extra_formats(store, settings)
     if extra:
         doc["formats"] = extra
     store.write_json(marker, doc)
     return {"skipped": False, **doc}
 
 
-def _extra_formats(store: RunStore, cfg: BuildConfig) -> dict[str, Any]:
+def _extra_formats(store: RunStore, settings: ExportSettings) -> dict[str, Any]:
     """The formats of forenset.exports named in ``export.formats`` (hf, sft, fakebench, labelstudio)."""
     from forenset.exports.api import run_export
     from forenset.exports.data import load_samples
-    from forenset.exports.settings import FORMATS, ExportSettings
+    from forenset.exports.settings import FORMATS
 
-    wanted = [f for f in cfg.export.formats if f in FORMATS]
+    wanted = [f for f in settings.formats if f in FORMATS]
     if not wanted or not store.is_local:
         return {}
-    settings = ExportSettings.model_validate(cfg.export.model_dump(mode="json"))
     samples = load_samples(store)
     out: dict[str, Any] = {}
     for fmt in wanted:

@@ -1,4 +1,7 @@
-"""Run one shard outside any orchestrator: read inputs, process, commit atomically."""
+"""The worker side of the scheduler: run shards in this process, outside any orchestrator.
+
+Read the declared input columns, process, check the partition contract, commit atomically.
+Prefect tasks, deployment flow runs and the bare thread pool all call ``run_shards``."""
 
 from __future__ import annotations
 
@@ -7,9 +10,10 @@ import time
 from typing import Any
 
 from forenset.config import BuildConfig
+from forenset.errors import ConfigurationError
 from forenset.runtime import tune_allocator
 from forenset.store.run_store import RunStore, ShardInfo
-from forenset.tasks.base import ShardSpec, Stage, StageContext
+from forenset.tasks.base import ContractError, ShardSpec, Stage, StageContext
 
 _CTX: dict[tuple[str, str], StageContext] = {}
 _LOCK = threading.Lock()
@@ -57,6 +61,7 @@ def execute_shard(stage: Stage, spec: ShardSpec) -> ShardInfo:
     t0 = time.perf_counter()
     batch = stage.read_inputs(spec)
     out = stage.process(batch, spec)
+    stage.check_partition(spec, out)
     counts = stage.counts(out)
     counts["ms"] = int((time.perf_counter() - t0) * 1000)
     return stage.ctx.store.write_shard(
@@ -76,11 +81,16 @@ def run_shards(stage: Stage, specs: list[ShardSpec]) -> list[dict[str, Any]]:
 
     Each shard commits on its own, so resume granularity stays the shard. One outcome per spec,
     in order: ``{"info": <ShardInfo JSON>}`` or ``{"error": "<Type>: <message>"}``; a failing
-    shard is reported and the rest of the bundle still runs."""
+    shard is reported and the rest of the bundle still runs. A ``ConfigurationError`` or a
+    broken contract would fail every shard alike: it is marked ``fatal`` (the scheduler stops
+    the build with its sentence) and the rest of the bundle is not tried."""
     out: list[dict[str, Any]] = []
     for spec in specs:
         try:
             out.append({"info": execute_shard(stage, spec).to_json()})
+        except (ConfigurationError, ContractError) as e:
+            err = {"error": str(e) if isinstance(e, ConfigurationError) else repr(e), "fatal": True}
+            return out + [err] * (len(specs) - len(out))
         except Exception as e:  # noqa: BLE001 - reported per shard by the scheduler
             out.append({"error": f"{type(e).__name__}: {e}"})
     return out

@@ -1,0 +1,122 @@
+"""The one registry of stages and tables, in topological order.
+
+Everything that needs to know which stages exist (the scheduler, the config, the store's views,
+exports, the report, the CLI) asks this module. It names each stage's class by import path and
+loads it on demand, so readers that only need table names (``forenset query``) import no stage
+code. Third-party packages add stages through the ``forenset.stages`` entry-point group
+(``name = "package.module:StageClass"``), as simonw/llm's plugins add models; a plugin stage
+is placed after the stages it reads.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any
+
+# A stage class (``forenset.tasks.base.Stage``): the registry sits below the stages' layer and
+# names their classes by import path, so it does not import the base class either.
+Stage = Any
+
+ENTRY_POINT_GROUP = "forenset.stages"
+
+# Built-in stages in topological order (every stage after the stages it reads).
+BUILTIN: dict[str, str] = {
+    "sources": "forenset.tasks.sources:Sources",
+    "captions": "forenset.tasks.captions:Captions",
+    "instructions": "forenset.tasks.instructions:Instructions",
+    "scenarios": "forenset.tasks.scenarios:Scenarios",
+    "prompts": "forenset.tasks.prompts:Prompts",
+    "candidates": "forenset.tasks.candidates:Candidates",
+    "diffs": "forenset.tasks.diffs:Diffs",
+    "judgments": "forenset.tasks.judgments:Judgments",
+    "verdicts": "forenset.tasks.verdicts:Verdicts",
+    "splits": "forenset.tasks.splits:Splits",
+    "perturbations": "forenset.tasks.perturb:Perturbations",
+    "explanations": "forenset.tasks.explain:Explanations",
+}
+
+# Tables that no stage writes (``forenset import-annotations`` writes ``annotations``).
+NON_STAGE_TABLES: tuple[str, ...] = ("annotations",)
+
+
+class RegistryError(RuntimeError):
+    """The stage registry is inconsistent (a cycle, an unknown input, a clashing plugin)."""
+
+
+def _plugins() -> dict[str, str]:
+    """``forenset.stages`` entry points of installed distributions: name -> "module:Class"."""
+    found: dict[str, str] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in BUILTIN:
+            raise RegistryError(f"plugin stage '{ep.name}' ({ep.value}) clashes with a built-in")
+        found[ep.name] = ep.value
+    return found
+
+
+def targets() -> dict[str, str]:
+    """Every registered stage (built-ins, then plugins): name -> "module:Class"."""
+    return {**BUILTIN, **_plugins()}
+
+
+def stage_names() -> list[str]:
+    """Stage names in topological order, without importing stage code when no plugin is
+    installed (plugins need their classes loaded to be placed)."""
+    t = targets()
+    if len(t) == len(BUILTIN):
+        return list(BUILTIN)
+    return [c.name for c in stage_classes()]
+
+
+def table_names() -> list[str]:
+    """Every table a run can hold: the stages in DAG order, then the non-stage tables."""
+    return [*stage_names(), *NON_STAGE_TABLES]
+
+
+def load_target(target: str) -> type:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@cache
+def _load(name: str, target: str) -> type[Stage]:
+    cls = load_target(target)
+    if getattr(cls, "name", None) != name:
+        raise RegistryError(f"stage '{name}' ({target}) has name {getattr(cls, 'name', None)!r}")
+    return cls
+
+
+def stage_class(name: str) -> type[Stage]:
+    """The class of one registered stage (imports its module)."""
+    t = targets()
+    if name not in t:
+        raise KeyError(f"unknown stage '{name}' (known: {', '.join(t)})")
+    return _load(name, t[name])
+
+
+def stage_classes() -> list[type[Stage]]:
+    """Every registered stage class, in topological order (built-ins first, each plugin after
+    the stages it reads). Raises ``RegistryError`` on an unknown input or a cycle."""
+    classes = {n: _load(n, t) for n, t in targets().items()}
+    return topological(list(classes.values()))
+
+
+def topological(classes: list[type[Stage]]) -> list[type[Stage]]:
+    """A stable topological order: each class as early as its inputs allow, ties in list order."""
+    by_name = {c.name: c for c in classes}
+    for c in classes:
+        missing = [up for up in c.inputs if up not in by_name]
+        if missing:
+            raise RegistryError(f"stage '{c.name}' reads unknown stage(s) {', '.join(missing)}")
+    out: list[type[Stage]] = []
+    placed: set[str] = set()
+    pending = list(classes)
+    while pending:
+        ready = next((c for c in pending if set(c.inputs) <= placed), None)
+        if ready is None:
+            raise RegistryError(f"stage cycle among {', '.join(c.name for c in pending)}")
+        out.append(ready)
+        placed.add(ready.name)
+        pending.remove(ready)
+    return out
