@@ -16,7 +16,7 @@ from forenset.backends.llm.types import LLMSettings
 from forenset.exports.settings import ExportSettings
 from forenset.perturbations.config import PerturbationConfig
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "examples" / "demo.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "data" / "demo.yaml"
 
 
 class ConfigError(ValueError):
