@@ -1,6 +1,6 @@
 """Prefect overhead: the demo build through the Prefect flow vs the same stages in a bare loop.
 
-Same config (examples/demo.yaml, offline), a fresh run directory for every build, the same
+Same config (the default forenset/data/demo.yaml, offline), a fresh run directory for every build, the same
 number of workers (the config's default thread runner). Order: a trivial flow (cold: starts
 the ephemeral API server), the same trivial flow again (warm), one unmeasured bare and Prefect
 build (imports and first-use caches), then bare / Prefect builds alternated ``--repeat``
@@ -15,7 +15,7 @@ of the 10 samples; ``--shard-size S`` overrides the demo's 4 rows per shard; ``-
 synthetic shard-shaped tasks of 50 ms..4 s of work, Prefect vs a bare thread pool.
 
     PYTHONPATH=$PWD python bench/overhead.py [--repeat 3] [--photos 64 --shard-size 16]
-        [--sweep [--sweep-runner processes] [--sweep-only]] [--untagged] [--unbundled] [--config examples/demo.yaml]
+        [--sweep [--sweep-runner processes] [--sweep-only]] [--untagged] [--unbundled] [--config forenset/data/demo.yaml]
 """
 
 from __future__ import annotations
@@ -333,7 +333,7 @@ def explain_gap(
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--config", default=None, help="build config (default examples/demo.yaml)")
+    ap.add_argument("--config", default=None, help="build config (default forenset/data/demo.yaml)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument(
         "--sweep", action="store_true", help="also time synthetic shards of 50 ms..4 s of work"
@@ -379,7 +379,7 @@ def main() -> None:
     rc = cfg.runner_for("sources")
     workers = rc.max_workers
     print(
-        f"config: {a.config or 'examples/demo.yaml'}; shard_size {cfg.shard_size}; runner {rc.kind} x {workers} workers"
+        f"config: {a.config or 'forenset/data/demo.yaml'}; shard_size {cfg.shard_size}; runner {rc.kind} x {workers} workers"
     )
     print(f"load average at start: {os.getloadavg()[0]:.1f} (cpus: {os.cpu_count()})")
     cold = trivial_flow_seconds()

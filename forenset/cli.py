@@ -72,7 +72,7 @@ def _quiet_prefect() -> None:
 @app.command()
 def build(
     config: Annotated[
-        Path | None, typer.Argument(help="Build config YAML (default: examples/demo.yaml).")
+        Path | None, typer.Argument(help="Build config YAML (default: forenset/data/demo.yaml).")
     ] = None,
     run_dir: Annotated[
         str | None, typer.Option("--run-dir", help="Run directory or fsspec URI.")

@@ -19,7 +19,7 @@ from forenset.confbase import ConfigError, Strict, operational
 from forenset.exports.settings import ExportSettings
 from forenset.stages import stage_classes
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "examples" / "demo.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "data" / "demo.yaml"
 
 
 __all__ = ["BuildConfig", "ConfigError", "RunnerConfig", "load_config", "validate_config"]

@@ -18,8 +18,6 @@ from forenset.exports.data import SPLITS, load_samples, rank, verdict_source, wr
 from forenset.report.text_metrics import distinct_n, mention_rate, self_bleu
 from forenset.store.run_store import RunStore
 
-# The tables the sections query; counts also cover any other stage present (annotations...).
-STAGE_TABLES = ["sources", "diffs", "splits", "perturbations", "explanations"]
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px}
@@ -360,10 +358,12 @@ def gallery_section(store: RunStore, samples: list[dict[str, Any]], n: int, seed
 def render_report(store: RunStore, gallery: int = 4) -> str:
     """The report as one HTML string (no external resources)."""
     from forenset.exports.api import build_seed
-    from forenset.store.views import connect
+    from forenset.store.views import connect, table_names
 
     seed = build_seed(store)
-    con = connect(store, STAGE_TABLES + [verdict_source()[0]])
+    # Every table of the run, as `forenset query` and `status --details` see them: the sections
+    # (forenset.stats above all) query many stages, and a hand-kept subset fell out of date.
+    con = connect(store, list(dict.fromkeys([*table_names(store), verdict_source()[0]])))
     samples = load_samples(store)
     parts = [
         counts_section(store, con),

@@ -213,3 +213,29 @@ def test_report_survives_missing_blobs_and_empty_stages(built, tmp_path):
     text = render_report(c, gallery=2)
     assert "(image missing from the blob store)" in text
     assert "<h2>Perturbations</h2>" in text and "<h2>Gallery" in text
+
+
+def test_report_has_every_section_on_a_complete_build(built):
+    """Each section reads its own tables: a complete build must not leave any "not available"
+    (a view missing from the report's connection once showed up only there)."""
+    from forenset import stats
+    from forenset.report.html import render_report
+
+    store, _ = built
+    assert {"instructions", "prompts", "captions"} <= set(store.stages_present())
+    text = render_report(store, gallery=1)
+    bad = [m.start() for m in re.finditer("not available", text)]
+    assert not bad, [text[max(0, i - 120) : i + 160] for i in bad]
+    for name in stats.QUERIES:
+        head = f"<h3>{name.replace('_', ' ')}</h3><table>"
+        assert head in text, f"section {name} has no table"
+    # the three sections that once failed show rows, not just headers
+    for name, table_name in (
+        ("edit_family_balance", "instructions"),
+        ("prompts_by_category", "prompts"),
+    ):
+        body = text.split(f"<h3>{name.replace('_', ' ')}</h3>", 1)[1].split("</table>", 1)[0]
+        assert rows(store, table_name) and body.count("<tr>") > 1, name
+    spend = text.split("<h3>spend by stage</h3>", 1)[1].split("</table>", 1)[0]
+    for stage in ("captions", "instructions", "diffs", "judgments", "explanations"):
+        assert f"<td>{stage}</td>" in spend

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from forenset.config import DEFAULT_CONFIG, ConfigError, load_config, validate_config
+from forenset.config import ConfigError, load_config, validate_config
 
-EXAMPLES = DEFAULT_CONFIG.parent
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"  # the default config is in the package
 
 
 def test_api_example_switches_every_model_stage():
