@@ -69,6 +69,9 @@ def _phrases(rng: np.random.Generator, n: int, k: int) -> list[str]:
     return [" ".join(row) for row in WORDS[idx]]
 
 
+SIZE: dict[str, int] = {}  # the synthetic sources' size, set by child() (one build per process)
+
+
 class _Counted(Stage):
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         with _CALLS_LOCK:
@@ -94,10 +97,10 @@ class SynthSources(_Counted):
     )  # fmt: skip
 
     def stage_config(self) -> dict[str, Any]:
-        return {"rows": self.ctx.extra["rows"], "shard_size": self.ctx.extra["shard_size"]}
+        return dict(SIZE)
 
     def plan_sources(self) -> list[ShardSpec]:
-        n, size = self.ctx.extra["rows"], self.ctx.extra["shard_size"]
+        n, size = SIZE["rows"], SIZE["shard_size"]
         return [
             self.spec(f"shard-{i:05d}", {}, [], {"start": s, "count": min(size, n - s)})
             for i, s in enumerate(range(0, n, size))
@@ -120,6 +123,7 @@ class SynthSources(_Counted):
 class SynthCaptions(_Counted):
     name: ClassVar[str] = "captions"
     inputs: ClassVar[tuple[str, ...]] = ("sources",)
+    input_columns: ClassVar[tuple[str, ...]] = ("image_id", "manifest_caption")
     key: ClassVar[str] = "image_id"
     output_schema: ClassVar[pa.Schema] = stage_schema(
         pa.field("image_id", S), pa.field("caption", S), pa.field("n_words", I64)
@@ -144,6 +148,7 @@ class SynthCaptions(_Counted):
 class SynthInstructions(_Counted):
     name: ClassVar[str] = "instructions"
     inputs: ClassVar[tuple[str, ...]] = ("captions",)
+    input_columns: ClassVar[tuple[str, ...]] = ("image_id",)
     key: ClassVar[str] = "instruction_id"
     output_schema: ClassVar[pa.Schema] = stage_schema(
         pa.field("instruction_id", S), pa.field("image_id", S), pa.field("instruction", S),
@@ -169,6 +174,7 @@ class SynthInstructions(_Counted):
 class SynthJudgments(_Counted):
     name: ClassVar[str] = "judgments"
     inputs: ClassVar[tuple[str, ...]] = ("instructions",)
+    input_columns: ClassVar[tuple[str, ...]] = ("instruction_id", "difficulty")
     key: ClassVar[str] = "instruction_id"
     output_schema: ClassVar[pa.Schema] = stage_schema(
         pa.field("instruction_id", S), pa.field("match_score", F64), pa.field("verdict", S)
@@ -227,7 +233,8 @@ def status_path(store: RunStore) -> dict[str, Any]:
 
 def child(rows: int, shard_size: int, workers: int, run_dir: str) -> dict[str, Any]:
     cfg = validate_config({"seed": 11, "run_dir": run_dir})
-    ctx = StageContext(RunStore(run_dir), cfg, extra={"rows": rows, "shard_size": shard_size})
+    SIZE.update(rows=rows, shard_size=shard_size)
+    ctx = StageContext(RunStore(run_dir), cfg)
     rss0 = peak_rss_mb()
     build_s, build_stats = build_once(ctx, workers)
     rss_build = peak_rss_mb()
