@@ -16,9 +16,12 @@ Why it is shaped like this:
 from __future__ import annotations
 
 import gc
+import importlib
+import json
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -96,6 +99,7 @@ def _load(config: DiffusersConfig) -> Any:
             kwargs["revision"] = config.revision
         if config.variant:
             kwargs["variant"] = config.variant
+        _import_forenset_components(config.model)
         pipe = cls.from_pretrained(config.model, **kwargs)
     if config.scheduler:
         pipe.scheduler = getattr(diffusers, config.scheduler).from_config(pipe.scheduler.config)
@@ -108,6 +112,21 @@ def _load(config: DiffusersConfig) -> Any:
         setattr(pipe, denoiser, torch.compile(getattr(pipe, denoiser)))
     pipe.set_progress_bar_config(disable=True)
     return pipe
+
+
+def _import_forenset_components(model: str) -> None:
+    """Import the forenset modules a saved pipeline names in its model_index.json.
+
+    A saved tiny QwenImageEdit names forenset's image-only processor class; diffusers resolves
+    a component's module only if it is already imported (it never imports what a repository
+    names), so a fresh worker could not load it. Only modules of this package are imported.
+    """
+    index = Path(model) / "model_index.json"
+    if not index.is_file():
+        return
+    for value in json.loads(index.read_text()).values():
+        if isinstance(value, list) and value and str(value[0]).startswith("forenset."):
+            importlib.import_module(value[0])
 
 
 # ------------------------------------------------------------------------------ the backend
