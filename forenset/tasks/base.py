@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from forenset.config import BuildConfig
+from forenset.errors import ConfigurationError
 from forenset.schemas.common import TRACE_NAMES
 from forenset.store.run_store import RunStore, ShardInfo, fingerprint
 
@@ -147,7 +148,10 @@ class Stage:
 
 
 class RowStage(Stage):
-    """A stage computed row by row; an exception in one row becomes that row's error."""
+    """A stage computed row by row; an exception in one row becomes that row's error.
+
+    Except ConfigurationError, which is about the stage, not the row: it leaves ``process``.
+    """
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None) -> Iterable[dict[str, Any]]:
         raise TypeError(f"row stage {self.name} must define process_row()")
@@ -167,6 +171,8 @@ class RowStage(Stage):
             t0 = time.perf_counter()
             try:
                 produced = list(self.process_row(row, shard))
+            except ConfigurationError:
+                raise  # every row would fail the same way: fail the shard, not each row
             except StageRowError as e:
                 produced = [self.error_row(row, str(e), e.retryable)]
             except Exception as e:  # noqa: BLE001 - a bad row must not crash the shard
