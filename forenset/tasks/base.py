@@ -227,7 +227,11 @@ class Stage:
 
 
 class RowStage(Stage):
-    """A stage computed row by row; an exception in one row becomes that row's error."""
+    """A stage computed row by row; an exception in one row becomes that row's error.
+
+    Except ``ConfigurationError`` and ``ContractError``, which are about the stage, not the row:
+    they leave ``process`` (the shard fails as fatal and the build stops).
+    """
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None) -> Iterable[dict[str, Any]]:
         raise TypeError(f"row stage {self.name} must define process_row()")

@@ -10,15 +10,21 @@ Why it is shaped like this:
   from its own generator, so an item's pixels depend on its seed, not on its batch
   neighbours, and the noise is the same on CPU and GPU.
 - CUDA out-of-memory halves the batch and retries down to 1; what still fails becomes an
-  error row. Nothing raises out of ``generate`` / ``edit``: errors are ``ImageResult`` values.
+  error row. Errors are ``ImageResult`` values, with one exception: a model that cannot be
+  found or loaded (missing path, not a pipeline folder, hub id not available) raises
+  ``ConfigurationError``, at construction or on the first load, since every row would fail
+  the same way and the build should stop with that one sentence instead.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
+import json
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,6 +32,7 @@ from PIL import Image
 
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
 from forenset.backends.image.diffusers_config import DiffusersConfig
+from forenset.errors import ConfigurationError
 
 _DTYPES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
@@ -96,7 +103,16 @@ def _load(config: DiffusersConfig) -> Any:
             kwargs["revision"] = config.revision
         if config.variant:
             kwargs["variant"] = config.variant
-        pipe = cls.from_pretrained(config.model, **kwargs)
+        try:
+            _import_forenset_components(config.model)
+            pipe = cls.from_pretrained(config.model, **kwargs)
+        except Exception as exc:
+            if not _is_config_problem(exc):
+                raise
+            reason = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
+            reason = reason if len(reason) <= 240 else reason[:240] + "..."
+            where = "" if Path(config.model).is_dir() else "is not a local folder and "
+            raise _config_error(config, f"{where}cannot be loaded ({reason})") from exc
     if config.scheduler:
         pipe.scheduler = getattr(diffusers, config.scheduler).from_config(pipe.scheduler.config)
     if config.cpu_offload:
@@ -108,6 +124,81 @@ def _load(config: DiffusersConfig) -> Any:
         setattr(pipe, denoiser, torch.compile(getattr(pipe, denoiser)))
     pipe.set_progress_bar_config(disable=True)
     return pipe
+
+
+def _import_forenset_components(model: str) -> None:
+    """Import the forenset modules a saved pipeline names in its model_index.json.
+
+    A saved tiny QwenImageEdit names forenset's image-only processor class; diffusers resolves
+    a component's module only if it is already imported (it never imports what a repository
+    names), so a fresh worker could not load it. Only modules of this package are imported.
+    """
+    index = Path(model) / "model_index.json"
+    if not index.is_file():
+        return
+    for value in json.loads(index.read_text()).values():
+        if isinstance(value, list) and value and str(value[0]).startswith("forenset."):
+            importlib.import_module(value[0])
+
+
+def check_model_source(config: DiffusersConfig) -> None:
+    """Raise ConfigurationError when ``config.model`` cannot name a loadable pipeline.
+
+    Only what the file system (and the local hub cache) can tell: a path that does not exist,
+    a folder without ``model_index.json``, a file, or a hub id that is not cached while
+    HF_HUB_OFFLINE is set. Anything else is left to the load, which classifies its own errors.
+    """
+    if config.tiny:
+        return
+    model = config.model
+    path = Path(model)  # as diffusers sees it: no ~ expansion, relative to the working dir
+    if path.is_dir():
+        if not (path / "model_index.json").is_file():
+            raise _config_error(config, "is a folder without model_index.json, not a pipeline")
+        return
+    if path.exists():
+        raise _config_error(config, "is a file, not a pipeline folder")
+    from huggingface_hub import constants, try_to_load_from_cache
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(model)
+    except HFValidationError:
+        raise _config_error(config, "does not exist (and is not a Hugging Face model id)") from None
+    if constants.HF_HUB_OFFLINE or config.load_kwargs.get("local_files_only"):
+        cached = try_to_load_from_cache(
+            model,
+            "model_index.json",
+            cache_dir=config.load_kwargs.get("cache_dir"),
+            revision=config.revision,
+        )
+        if not isinstance(cached, str):
+            raise _config_error(
+                config, "is not a local folder and not in the Hugging Face cache (offline)"
+            )
+
+
+def _config_error(config: DiffusersConfig, problem: str) -> ConfigurationError:
+    return ConfigurationError(f"diffusers model {config.model!r} ({config.pipeline}) {problem}.")
+
+
+def _is_config_problem(exc: BaseException) -> bool:
+    """Whether a ``from_pretrained`` failure is about what was configured, not a passing fault.
+
+    Missing or malformed files, unknown or gated repos, a model that is not cached offline and
+    a missing library are configuration; the hub or the network failing (5xx, timeouts) and
+    running out of memory are not.
+    """
+    from huggingface_hub import errors
+
+    names = ("OfflineModeIsEnabled", "RepositoryNotFoundError", "RevisionNotFoundError")
+    names += ("EntryNotFoundError", "RemoteEntryNotFoundError", "DisabledRepoError")
+    config_errors = tuple(getattr(errors, n) for n in names if hasattr(errors, n))
+    if isinstance(exc, config_errors):
+        return True
+    if isinstance(exc, errors.HfHubHTTPError | ConnectionError | TimeoutError):
+        return False
+    return isinstance(exc, OSError | ValueError | ImportError)
 
 
 # ------------------------------------------------------------------------------ the backend
@@ -157,7 +248,8 @@ class DiffusersBackend:
     """ImageBackend over one diffusers pipeline, chosen by class name in ``DiffusersConfig``.
 
     ``pipeline`` injects a ready pipeline object (tests wrap a tiny one); otherwise it is
-    loaded lazily on first use through the process-level cache.
+    loaded lazily on first use through the process-level cache. A model path that cannot be a
+    pipeline raises ConfigurationError here, before any row is tried.
     """
 
     name = "diffusers"
@@ -168,6 +260,8 @@ class DiffusersBackend:
         self.config = config
         self.spec = self.config.spec
         self._pipeline = pipeline
+        if pipeline is None:
+            check_model_source(self.config)
         self._resolved = self.config.resolved()
         self._oom_key = self.config.load_key() if pipeline is None else f"injected:{id(pipeline)}"
 
@@ -237,6 +331,8 @@ class DiffusersBackend:
         if items:
             try:
                 self.pipeline  # noqa: B018 - load (or fetch from cache) before batching
+            except ConfigurationError:
+                raise  # the model itself is wrong: stop the shard (and the build), no error rows
             except Exception as exc:  # a load failure is every row's error, not a crash
                 retry = _is_oom(exc) or isinstance(exc, OSError | ConnectionError | TimeoutError)
                 msg = f"pipeline load failed: {_describe(exc)}"

@@ -14,6 +14,12 @@ from typing import Any
 
 import torch
 
+# The image-only Qwen2-VL processor below is saved in model_index.json under this module's
+# name. diffusers loads such a component by looking up base-class names (ProcessorMixin) in
+# the named module, so ProcessorMixin is re-exported here.
+from transformers import ProcessorMixin as ProcessorMixin
+from transformers import Qwen2VLProcessor
+
 # Printable characters the in-memory T5 (unigram) tokenizer knows; others map to <unk>.
 _T5_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?'\"-()/ "
 
@@ -285,29 +291,28 @@ def tiny_qwen_tokenizer() -> Any:
     return tokenizer
 
 
-def _qwen_processor(tokenizer: Any) -> Any:
-    """A Qwen2-VL processor without a video processor.
+class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
+    """A Qwen2-VL processor without a video processor, which saves and loads like any other.
 
-    transformers checks every processor part's class, and the video processor's base class is
-    unavailable without torchvision (absent from CPU installs); images never need it.
+    transformers' video processors need torchvision (absent from CPU installs) and edits never
+    use video. Dropping ``video_processor`` from ``__init__`` drops it from the processor's
+    attributes, so ``save_pretrained`` writes only the tokenizer and image processor and
+    ``from_pretrained`` loads only those (the stock class fails on a missing video processor).
     """
-    from transformers import Qwen2VLProcessor
+
+    def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+        super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+
+
+def _qwen_processor(tokenizer: Any) -> Any:
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
         Qwen2VLImageProcessorPil,
     )
 
-    class _ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
-        def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
-            if argument is None and argument_name == "video_processor":
-                return None
-            return super().check_argument_for_proper_class(argument_name, argument)
-
     # Few vision tokens: the pipeline hands the VL encoder a ~1 MP image; this caps what it sees.
     pixels = 28 * 28 * 4
     image_processor = Qwen2VLImageProcessorPil(min_pixels=pixels, max_pixels=pixels)
-    return _ImageOnlyQwen2VLProcessor(
-        image_processor=image_processor, tokenizer=tokenizer, video_processor=None
-    )
+    return ImageOnlyQwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer)
 
 
 def _build_qwen_edit(pipeline_name: str) -> Any:
@@ -349,7 +354,7 @@ def _build_qwen_edit(pipeline_name: str) -> Any:
     )
     z_dim = 4
     vae = diffusers.AutoencoderKLQwenImage(
-        base_dim=8,
+        base_dim=4,  # encoding the ~1 MP source dominates a CPU edit: half the width, half the time
         z_dim=z_dim,
         dim_mult=[1, 2, 2, 2],  # three downsamples: the real 8x factor, so ~1 MP -> 64x64 tokens
         num_res_blocks=1,
