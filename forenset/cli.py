@@ -137,7 +137,7 @@ def build(
         except BuildInterrupted as e:  # running shards committed; nothing partial is visible
             fail(f"{e} (run directory {run_uri})", code=130)
         except BuildFailed as e:  # a configuration problem every shard of a stage would hit
-            fail(f"build stopped: {e}")
+            fail(f"build stopped: {e}", code=1)
         except KeyboardInterrupt:  # Ctrl-C before the flow started, or outside the main thread
             fail(
                 f"build interrupted: committed shards in {run_uri} are kept; "

@@ -15,7 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from forenset.config import BuildConfig, RunnerConfig
-from forenset.scheduler import BuildControl, BuildInterrupted, Scheduler, StageStats, dispatch_for
+from forenset.scheduler import (
+    BuildControl,
+    BuildFailed,
+    BuildInterrupted,
+    Scheduler,
+    StageStats,
+    dispatch_for,
+)
 from forenset.stages import stage_class, stage_names
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import ShardSpec, StageContext
@@ -96,7 +103,7 @@ async def build_flow_fn(
     shards to commit and ends the flow run Cancelled (not Crashed, and without Prefect's crash
     report on the terminal). ``on_interrupt`` (run_build) hears of the first; the CLI makes
     a second Ctrl-C quit at once."""
-    from prefect.states import Cancelled
+    from prefect.states import Cancelled, Failed
 
     control = _CONTROLS.get(run_uri) or BuildControl()  # a deployed flow run has none yet
     ctx = contextvars.copy_context()  # what asyncio.to_thread does: the flow-run context
@@ -111,6 +118,8 @@ async def build_flow_fn(
         return await build  # the scheduler raises BuildInterrupted once running shards are in
     except BuildInterrupted as e:
         return Cancelled(message=str(e))
+    except BuildFailed as e:  # one sentence, not a traceback in Prefect's crash report
+        return Failed(message=str(e))
 
 
 def _build_in_flow_thread(
@@ -238,13 +247,15 @@ def run_build(
     store = RunStore(run_uri)
     store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
     _CONTROLS[run_uri] = BuildControl(on_event=on_event, on_interrupt=on_interrupt)
-    from prefect.exceptions import CancelledRun
+    from prefect.exceptions import CancelledRun, FailedRun
 
     try:
         reap_server_with_this_process()  # a killed build leaves no orphaned ephemeral API server
         return run_coroutine(build_flow(run_uri, cfg.resolved(), retry_errors))
     except CancelledRun as e:  # Ctrl-C: the flow run ended Cancelled after running shards committed
         raise BuildInterrupted(str(e)) from None
+    except FailedRun as e:  # the scheduler stopped the build (BuildFailed) and the run says why
+        raise BuildFailed(str(e)) from None
     finally:
         _CONTROLS.pop(run_uri, None)
         store.release_lock()

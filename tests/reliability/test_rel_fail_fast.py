@@ -1,0 +1,59 @@
+"""A configuration problem every shard of a stage would hit stops the build early, with one
+sentence and a non-zero exit, instead of a "complete" build of error rows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from forenset.config import validate_config
+from forenset.scheduler import BuildFailed
+from tests.helpers import run_local
+from tests.reliability.clikit import tiny_config_dict
+
+MISSING = {
+    "name": "sd-missing",
+    "backend": "diffusers",
+    "family": "sd",
+    "diffusers": {"pipeline": "StableDiffusionInstructPix2PixPipeline", "device": "cpu"},
+}
+
+
+def broken_config(tmp_path):
+    d = tiny_config_dict(tmp_path / "run")
+    gen = json.loads(json.dumps(MISSING))
+    gen["diffusers"]["model"] = str(tmp_path / "models" / "ip2p")  # never created
+    d["generators"] = [gen]
+    return d
+
+
+def test_missing_model_path_stops_the_scheduler(tmp_path):
+    d = broken_config(tmp_path)
+    with pytest.raises(BuildFailed, match=r"stage candidates: .*models/ip2p.*does not exist"):
+        _, stats, executed = run_local(validate_config(d))
+    state = json.loads((tmp_path / "run" / "state.json").read_text())
+    assert state["status"] == "failed"
+    # nothing downstream of the failed stage ran, and no error rows stand in for candidates
+    cand = tmp_path / "run" / "stages" / "candidates"
+    assert not list(cand.rglob("*.parquet")) if cand.exists() else True
+    assert not (tmp_path / "run" / "stages" / "diffs").exists()
+
+
+def test_cli_says_one_sentence_and_exits_non_zero(tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump(broken_config(tmp_path)))
+    p = subprocess.run(
+        [sys.executable, "-m", "forenset.cli", "build", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 1, p.stderr[-2000:]
+    err = " ".join(p.stderr.split())
+    assert "build stopped: stage candidates:" in err and "does not exist" in err, err
+    assert "Traceback" not in p.stderr
+    assert "Export:" not in p.stdout  # no "complete" build with an empty dataset
