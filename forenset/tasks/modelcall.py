@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from forenset.backends.llm.types import ChatRequest, ChatResult, LLMSettings
 from forenset.confbase import Strict, fingerprint_view, operational
@@ -35,6 +35,15 @@ class ModelStageConfig(Strict):
     max_attempts: int = Field(3, ge=1, le=10)
     # the templates' content hashes are fingerprinted, not the folder they are read from
     prompts_dir: str | None = operational(None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_legacy_backend(cls, data: Any) -> Any:
+        """Run directories built before 2026-12 saved ``backend: offline`` (the only value it
+        ever had; ``llm`` picks the path), and ``forenset split`` re-reads that config."""
+        if isinstance(data, dict) and data.get("backend") == "offline":
+            data = {k: v for k, v in data.items() if k != "backend"}
+        return data
 
 
 # Usage columns the model stages' schemas carry next to the common trace columns.
