@@ -146,6 +146,8 @@ class Candidates(Stage):
             }
             base = {
                 "candidate_id": f"{r['prompt_uid']}-{gcfg.name}",
+                "instruction_id": None,  # text-to-image: no instruction, no source photo
+                "source_blob": None,
                 "image_id": r["prompt_uid"],
                 "generator": gcfg.name,
                 "generator_family": gcfg.family,
