@@ -2,8 +2,8 @@
 
 Why it is shaped like this: Gemini makes and edits images through the ordinary
 ``generateContent`` call with ``response_modalities=["TEXT", "IMAGE"]``, so it shares the
-chat layer's cached ``genai.Client`` (SDK retries off, key from ``api_key_env``), limiter and
-backoff through ``run_image_calls`` (see openai_images.py). A reply without an image part is
+process's cached ``genai.Client`` (SDK retries off, key from ``api_key_env``), limiter and
+backoff through ``run_image_calls`` (see api_calls.py). A reply without an image part is
 the model declining (finish reason SAFETY, a blocked prompt, or a text-only answer): a
 terminal error row carrying the model's reason, never a retry.
 """
@@ -12,25 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.genai import errors as genai_errors
 from google.genai import types
 from PIL import Image
 
+from forenset.backends import apiloop
+from forenset.backends.image.api_calls import ApiImageBackend, ImageCall, ImageReply, png_bytes
 from forenset.backends.image.api_config import GeminiImagesConfig
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
-from forenset.backends.image.openai_images import (
-    ApiImageBackend,
-    ImageCall,
-    ImageReply,
-    png_bytes,
-    run_image_calls,
-)
-from forenset.backends.llm.engine import Engine
-from forenset.backends.llm.gemini_chat import _TIMEOUTS, _TRANSPORT, _retry_delay
-from forenset.backends.llm.limits import retry_after_from
-from forenset.backends.llm.openai_chat import error_from_status
-from forenset.backends.llm.secrets import redact
 from forenset.backends.llm.types import LLMCallError
+from forenset.backends.retry import genai_errors
+
+__all__ = ["GeminiImageBackend", "GeminiImagesConfig", "image_from_response"]
 
 # Finish reasons that mean "declined" (besides the chat layer's set).
 _DECLINED = {
@@ -98,25 +90,12 @@ class GeminiImageBackend(ApiImageBackend):
             **self.config.params,
         }
 
-    async def _send(self, eng: Engine, contents: list[Any], seed: int) -> ImageReply:
-        timeout = self.config.timeout_s
-        try:
-            client = eng.backends["gemini"].client(self.spec)  # type: ignore[attr-defined]
+    async def _send(self, contents: list[Any], seed: int) -> ImageReply:
+        client = apiloop.genai_client(self.spec)
+        with genai_errors(self.config.timeout_s):
             resp = await client.aio.models.generate_content(
                 model=self.config.model, contents=contents, config=self._gen_config(seed)
             )
-        except genai_errors.APIError as exc:
-            headers = dict(exc.response.headers) if getattr(exc, "response", None) else {}
-            err = error_from_status(
-                int(exc.code or 500), str(exc.message or exc), exc.status, headers
-            )
-            if err.retry_after_s is None and err.retryable:
-                err.retry_after_s = _retry_delay(exc.details) or retry_after_from(headers)
-            raise err from None
-        except _TIMEOUTS as exc:
-            raise LLMCallError(f"timeout after {timeout:g}s", retryable=True) from exc
-        except _TRANSPORT as exc:
-            raise LLMCallError(f"connection error: {redact(str(exc))}", retryable=True) from exc
         data, extra = image_from_response(resp)
         headers = dict(resp.sdk_http_response.headers or {}) if resp.sdk_http_response else {}
         return ImageReply(data, headers, extra)
@@ -126,12 +105,12 @@ class GeminiImageBackend(ApiImageBackend):
             ImageCall(
                 item_id=r.item_id,
                 seed=r.seed,
-                send=lambda eng, r=r: self._send(eng, [r.prompt], r.seed),
+                send=lambda r=r: self._send([r.prompt], r.seed),
                 params={**self._params(r.seed), "requested_size": list(r.size)},
             )
             for r in requests
         ]
-        return run_image_calls(calls, self.spec, self.retry, self.config.price_per_image)
+        return self._run(calls)
 
     def edit(self, requests: list[EditRequest]) -> list[ImageResult]:
         calls = []
@@ -150,9 +129,9 @@ class GeminiImageBackend(ApiImageBackend):
                 ImageCall(
                     item_id=r.item_id,
                     seed=r.seed,
-                    send=lambda eng, c=contents, s=r.seed: self._send(eng, c, s),
+                    send=lambda c=contents, s=r.seed: self._send(c, s),
                     params=params,
                     source_size=src.size,
                 )
             )
-        return run_image_calls(calls, self.spec, self.retry, self.config.price_per_image)
+        return self._run(calls)

@@ -25,9 +25,10 @@ from forenset.backends.llm.cache import ResponseCache
 from forenset.backends.llm.gemini_chat import build_config, build_contents, reply_from_response
 from forenset.backends.llm.jsonout import parse_reply, repair_message
 from forenset.backends.llm.ledger import BatchLedger
-from forenset.backends.llm.openai_chat import build_body, error_from_status, reply_from_completion
+from forenset.backends.llm.openai_chat import build_body, reply_from_completion
 from forenset.backends.llm.secrets import redact
 from forenset.backends.llm.types import ChatResult, LLMCallError, LLMSettings, ModelSpec
+from forenset.backends.retry import error_from_status
 
 # The engine's types, named loosely: the engine imports this module (lazily, for batch mode),
 # so importing it back here, even for annotations, would close a cycle.

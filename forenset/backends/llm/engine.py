@@ -3,14 +3,16 @@
 Why one background loop: limiters, SDK clients (connection pools) and stage guards must be
 shared by every shard of the process, and stage shards call us from several Prefect worker
 threads at once. asyncio primitives and httpx pools are bound to one loop, so the process
-owns exactly one loop in a daemon thread; run_chat submits a coroutine to it and blocks its
-own thread on the result. No cross-thread locks are needed on the hot path.
+owns exactly one loop in a daemon thread (forenset/backends/apiloop.py, shared with the image
+API clients); run_chat submits a coroutine to it and blocks its own thread on the result. No
+cross-thread locks are needed on the hot path. One attempt and its retries follow the rules of
+forenset/backends/retry.py, also shared with the image clients.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import functools
 import logging
 import random
 import threading
@@ -20,6 +22,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from forenset.backends import apiloop
 from forenset.backends.llm.base import ChatBackend, RawReply, Turns
 from forenset.backends.llm.cache import ResponseCache, cache_key
 from forenset.backends.llm.gemini_chat import GeminiChat
@@ -33,10 +36,10 @@ from forenset.backends.llm.types import (
     ChatRequest,
     ChatResult,
     ErrorRateExceeded,
-    LLMCallError,
     LLMSettings,
     ModelSpec,
 )
+from forenset.backends.retry import RetryPolicy, attempt
 from forenset.seeds import derive_seed
 
 log = logging.getLogger("forenset.llm")
@@ -92,36 +95,22 @@ def call_cost(spec: ModelSpec, input_tokens: int, output_tokens: int, *, batch: 
 
 
 class Engine:
-    """Owns the loop thread, backends, limiter registry and stage states of the process."""
+    """Owns the chat backends and stage states of the process (on the shared API loop)."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._run, name="forenset-llm", daemon=True)
         self.backends: dict[str, ChatBackend] = {
             "openai": OpenAIChat(),
             "gemini": GeminiChat(),
             "offline": OfflineChat(),
         }
-        self.limiters: dict[tuple[str, str, str], ModelLimiter] = {}
         self.stages: dict[tuple[str, int], StageState] = {}
-        self.thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> T:
-        if threading.current_thread() is self.thread:
-            coro.close()
-            raise RuntimeError("run_chat was called from inside the LLM engine loop")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        return apiloop.submit(coro)
 
     # -- registries (touched on the loop thread only) ---------------------------------
     def limiter_for(self, spec: ModelSpec) -> ModelLimiter:
-        key = (spec.backend, spec.base_url or "", spec.model)
-        if key not in self.limiters:
-            self.limiters[key] = ModelLimiter.from_spec(spec)
-        return self.limiters[key]
+        return apiloop.limiter_for(spec)
 
     def stage_state(self, stage: str, build_seed: int, settings: LLMSettings) -> StageState:
         key = (stage, build_seed)
@@ -298,6 +287,7 @@ class Engine:
         backend = self.backends[spec.backend]
         limiter = self.limiter_for(spec) if spec.backend != "offline" else None
         rng = random.Random(derive_seed(build_seed, stage, req.item_id, "backoff"))
+        policy = RetryPolicy(settings.max_retries, settings.backoff_base_s, settings.backoff_max_s)
         extra = list(extra or [])
         retries = 0
         while True:
@@ -313,53 +303,38 @@ class Engine:
                 return self.result(item, status="error", error=BUDGET_EXHAUSTED, retryable=True)
             state.reserved_usd += est_cost
             item.attempts += 1
-            raw: RawReply | None = None
-            failure: LLMCallError | None = None
             try:
-                if limiter is not None:
-                    if spec.prefect_rate_limit:
-                        await _prefect_slot(spec.prefect_rate_limit)
-                    await limiter.acquire(est)
-                    if state.aborted:  # stopped while this item queued for a slot
-                        await limiter.release(est_tokens=est, used_tokens=0)
-                        item.attempts -= 1
-                        return self.result(
-                            item, status="error", retryable=True, error="stage aborted: error rate"
-                        )
-                try:
-                    raw = await backend.complete(spec, req, extra)
-                except LLMCallError as exc:
-                    failure = exc
-                except json.JSONDecodeError as exc:  # a garbled body (proxy hiccup): retry
-                    failure = LLMCallError(f"malformed response body: {exc}", retryable=True)
-                except Exception as exc:  # an SDK surprise is one item's error, not a crash
-                    reason = f"unexpected {type(exc).__name__}: {redact(str(exc))[:300]}"
-                    log.warning("%s: %s", spec.label, reason)
-                    failure = LLMCallError(reason, retryable=False)
-                finally:
-                    if limiter is not None:
-                        used = raw.input_tokens + raw.output_tokens if raw else None
-                        await limiter.release(est_tokens=est, used_tokens=used)
+                if limiter is not None and spec.prefect_rate_limit:
+                    await _prefect_slot(spec.prefect_rate_limit)
+                sent = await attempt(
+                    functools.partial(backend.complete, spec, req, extra),
+                    limiter,
+                    est_tokens=est,
+                    used_tokens=lambda raw: raw.input_tokens + raw.output_tokens,
+                    # stopped while this item queued for a slot
+                    still_wanted=lambda: not state.aborted,
+                    log=log,
+                    label=spec.label,
+                )
             finally:
                 state.reserved_usd -= est_cost
+            if sent.skipped:
+                item.attempts -= 1
+                return self.result(
+                    item, status="error", retryable=True, error="stage aborted: error rate"
+                )
             state.calls += 1
+            failure = sent.failure
             if failure is not None:
-                if limiter is not None:
-                    limiter.update_from_headers(failure.headers)
-                    if failure.throttled:
-                        limiter.on_throttle(failure.retry_after_s)
-                if failure.retryable and retries < settings.max_retries:
+                if await policy.wait_to_retry(failure, retries, rng):
                     retries += 1
-                    await asyncio.sleep(self.backoff(settings, retries, failure, rng))
                     continue
                 res = self.result(
                     item, status="error", error=failure.reason, retryable=failure.retryable
                 )
                 return self.finish(res, state, settings, stage)
+            raw = sent.reply
             assert raw is not None
-            if limiter is not None:
-                limiter.update_from_headers(raw.headers)
-                limiter.concurrency.on_success()
             self.charge(item, state, raw, batch=False)
             parsed, perr = parse_reply(raw.text, req.response_model)
             if perr is None:
@@ -381,16 +356,6 @@ class Engine:
         state.input_tokens += raw.input_tokens
         state.output_tokens += raw.output_tokens
         state.spent_usd += cost
-
-    @staticmethod
-    def backoff(
-        settings: LLMSettings, retry: int, failure: LLMCallError, rng: random.Random
-    ) -> float:
-        """Retry-After when the server sent one (+10 % jitter), else capped exponential."""
-        if failure.retry_after_s is not None:
-            return failure.retry_after_s * (1.0 + 0.1 * rng.random())
-        cap = min(settings.backoff_max_s, settings.backoff_base_s * 2 ** (retry - 1))
-        return cap * (0.5 + 0.5 * rng.random())
 
 
 async def _prefect_slot(name: str) -> None:
@@ -463,12 +428,7 @@ def reset_stage(stage: str, build_seed: int) -> None:
 
 def reset_limiters() -> None:
     """Forget every learned limit and pause (tests; a new provider account in one process)."""
-    eng = engine()
-
-    async def drop() -> None:
-        eng.limiters.clear()
-
-    eng.submit(drop())
+    apiloop.reset_limiters()
 
 
 def limiter_stats(spec: ModelSpec) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Throughput control per (backend, base_url, model): token buckets + AIMD concurrency.
 
-All limiter objects live on the engine's single event loop (see engine.py), so every
+All limiter objects live on the process's one API loop (see ../apiloop.py), so every
 shard/thread of the process shares them without locks.
 """
 

@@ -1,0 +1,231 @@
+"""One attempt at a model API call, and when to try again: shared by chat and image clients.
+
+Why one module: the chat engine and the image-API backends call the same providers under the
+same account limits, so they must read failures the same way (429 + Retry-After throttles,
+408/409/5xx, timeouts and dropped connections retry; refusals and other 4xx are final), feed
+the same limiter, and back off by the same rule. Each caller keeps only what is its own (the
+chat engine's budget, error window and repair turn; the image clients' result rows).
+
+Every attempt is made and counted by us (SDK retries are off). The SDKs are imported inside the
+functions that map their exceptions, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import random
+import re
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from forenset.backends.llm.limits import ModelLimiter, retry_after_from
+from forenset.backends.llm.secrets import redact
+from forenset.backends.llm.types import LLMCallError
+
+_POLICY_CODES = {"content_policy_violation", "content_filter", "moderation_blocked"}
+
+
+class HasHeaders(Protocol):
+    headers: Mapping[str, str]
+
+
+R = TypeVar("R", bound=HasHeaders)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How many retries one item gets and how long it waits before each."""
+
+    max_retries: int
+    backoff_base_s: float
+    backoff_max_s: float
+
+    def delay(self, retry: int, failure: LLMCallError, rng: random.Random) -> float:
+        """Retry-After when the server sent one (+10 % jitter), else capped exponential."""
+        if failure.retry_after_s is not None:
+            return failure.retry_after_s * (1.0 + 0.1 * rng.random())
+        cap = min(self.backoff_max_s, self.backoff_base_s * 2 ** (retry - 1))
+        return cap * (0.5 + 0.5 * rng.random())
+
+    async def wait_to_retry(self, failure: LLMCallError, retries: int, rng: random.Random) -> bool:
+        """Sleep before retry ``retries + 1`` and return True, or False when ``failure`` is final."""
+        if not failure.retryable or retries >= self.max_retries:
+            return False
+        await asyncio.sleep(self.delay(retries + 1, failure, rng))
+        return True
+
+
+@dataclass
+class Attempt(Generic[R]):
+    """What one attempt gave: a reply, or the failure; ``skipped`` when it was never sent."""
+
+    reply: R | None = None
+    failure: LLMCallError | None = None
+    skipped: bool = False
+
+
+async def attempt(
+    send: Callable[[], Awaitable[R]],
+    limiter: ModelLimiter | None,
+    *,
+    est_tokens: int = 0,
+    used_tokens: Callable[[R], int | None] = lambda _reply: None,
+    garbled: tuple[type[BaseException], ...] = (json.JSONDecodeError,),
+    garbled_reason: str = "malformed response body",
+    still_wanted: Callable[[], bool] | None = None,
+    log: logging.Logger | None = None,
+    label: str = "",
+) -> Attempt[R]:
+    """Take a limiter slot, make one call, classify what went wrong, and teach the limiter.
+
+    ``send`` raises LLMCallError for failures it understands; ``garbled`` exceptions (a body
+    that does not parse) are retryable; anything else is a terminal "unexpected" error of
+    this item, never a crash. ``still_wanted`` is asked once a slot is free: False gives the
+    slot back unused (the caller gave up while queueing). Never raises but CancelledError.
+    """
+    if limiter is not None:
+        await limiter.acquire(est_tokens)
+        if still_wanted is not None and not still_wanted():
+            await limiter.release(est_tokens=est_tokens, used_tokens=0)
+            return Attempt(skipped=True)
+    reply: R | None = None
+    failure: LLMCallError | None = None
+    try:
+        reply = await send()
+    except LLMCallError as exc:
+        failure = exc
+    except garbled as exc:  # a garbled body (proxy hiccup, truncated image): retry
+        failure = LLMCallError(f"{garbled_reason}: {exc}", retryable=True)
+    except Exception as exc:  # an SDK surprise is one item's error, not a crash
+        reason = f"unexpected {type(exc).__name__}: {redact(str(exc))[:300]}"
+        if log is not None:
+            log.warning("%s: %s", label, reason)
+        failure = LLMCallError(reason, retryable=False)
+    finally:
+        if limiter is not None:
+            used = used_tokens(reply) if reply is not None else None
+            await limiter.release(est_tokens=est_tokens, used_tokens=used)
+    if limiter is not None:
+        if failure is not None:
+            limiter.update_from_headers(failure.headers)
+            if failure.throttled:
+                limiter.on_throttle(failure.retry_after_s)
+        else:
+            assert reply is not None
+            limiter.update_from_headers(reply.headers)
+            limiter.concurrency.on_success()
+    return Attempt(reply=reply, failure=failure)
+
+
+# -- what a failed call means ----------------------------------------------------------------
+
+
+def error_from_status(
+    status: int, message: str, code: str | None, headers: dict[str, str]
+) -> LLMCallError:
+    """Map an HTTP error to retryable (429/408/409/5xx) or terminal with a reason."""
+    message = redact(message)[:300]
+    if status == 429:
+        return LLMCallError(
+            f"HTTP 429 rate limited: {message}",
+            retryable=True,
+            status=429,
+            retry_after_s=retry_after_from(headers),
+            throttled=True,
+            headers=headers,
+        )
+    if status >= 500 or status in (408, 409):
+        return LLMCallError(
+            f"HTTP {status}: {message}",
+            retryable=True,
+            status=status,
+            retry_after_s=retry_after_from(headers),
+            headers=headers,
+        )
+    low = message.lower()
+    if status == 400 and (code in _POLICY_CODES or "content policy" in low or "safety" in low):
+        return LLMCallError(
+            f"refused (content policy): {message}", retryable=False, status=status, headers=headers
+        )
+    return LLMCallError(
+        f"HTTP {status}: {message}", retryable=False, status=status, headers=headers
+    )
+
+
+def rpc_retry_delay(details: Any) -> float | None:
+    """Seconds from a google.rpc.RetryInfo detail ('2s', '0.5s') of a Gemini error body."""
+    try:
+        for d in details["error"].get("details", []):
+            if str(d.get("@type", "")).endswith("RetryInfo"):
+                m = re.match(r"([\d.]+)s", str(d.get("retryDelay", "")))
+                if m:
+                    return float(m.group(1))
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return None
+
+
+@functools.cache
+def httpx_modules() -> tuple[Any, ...]:
+    """httpx, then the httpx2 fork when it is installed (google-genai prefers it then)."""
+    import httpx
+
+    try:
+        import httpx2
+    except ImportError:  # pragma: no cover - depends on the environment
+        return (httpx,)
+    return (httpx, httpx2)
+
+
+def openai_status_error(exc: Any) -> LLMCallError:
+    """An ``openai.APIStatusError`` as LLMCallError (message from the error body)."""
+    headers = dict(exc.response.headers)
+    body = exc.body if isinstance(exc.body, dict) else {}
+    message = str(body.get("message") or exc.message)
+    return error_from_status(exc.status_code, message, exc.code, headers)
+
+
+@contextmanager
+def openai_errors(
+    timeout_s: float, status_error: Callable[[Any], LLMCallError] = openai_status_error
+) -> Iterator[None]:
+    """Raise one openai SDK call's failures as LLMCallError: timeouts and lost connections are
+    retryable, HTTP errors go through ``status_error``."""
+    import openai
+
+    try:
+        yield
+    except openai.APITimeoutError as exc:
+        raise LLMCallError(f"timeout after {timeout_s:g}s", retryable=True) from exc
+    except openai.APIConnectionError as exc:
+        raise LLMCallError(f"connection error: {redact(str(exc))}", retryable=True) from exc
+    except openai.APIStatusError as exc:
+        raise status_error(exc) from None
+
+
+@contextmanager
+def genai_errors(timeout_s: float) -> Iterator[None]:
+    """Raise one google-genai call's failures as LLMCallError; a 429's wait comes from the
+    body's RetryInfo, else the Retry-After headers."""
+    from google.genai import errors
+
+    mods = httpx_modules()
+    timeouts = tuple(m.TimeoutException for m in mods)
+    transport = tuple(m.TransportError for m in mods)
+    try:
+        yield
+    except errors.APIError as exc:
+        headers = dict(exc.response.headers) if getattr(exc, "response", None) else {}
+        err = error_from_status(int(exc.code or 500), str(exc.message or exc), exc.status, headers)
+        if err.retry_after_s is None:
+            err.retry_after_s = rpc_retry_delay(exc.details) or retry_after_from(headers)
+        raise err from None
+    except timeouts as exc:
+        raise LLMCallError(f"timeout after {timeout_s:g}s", retryable=True) from exc
+    except transport as exc:
+        raise LLMCallError(f"connection error: {redact(str(exc))}", retryable=True) from exc
