@@ -14,9 +14,9 @@ import pyarrow as pa
 from PIL import Image
 from pydantic import AfterValidator
 
+from forenset.backends.image import factory
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageBackend, ImageResult
 from forenset.backends.image.generator import GeneratorConfig
-from forenset.backends.image.offline import OfflineEditor
 from forenset.images import encode_png
 from forenset.schemas.candidates import SCHEMA
 from forenset.seeds import derive_seed
@@ -40,24 +40,10 @@ _BACKENDS: dict[str, ImageBackend] = {}  # one backend (e.g. a loaded pipeline) 
 
 
 def backend_for(cfg: GeneratorConfig) -> ImageBackend:
+    """The process's backend for ``cfg``, built once by the factory (it may hold a model)."""
     key = cfg.model_dump_json()
     if key not in _BACKENDS:
-        if cfg.backend == "offline":
-            _BACKENDS[key] = OfflineEditor(cfg)
-        elif cfg.backend == "diffusers":
-            from forenset.backends.image.diffusers_backend import DiffusersBackend
-
-            _BACKENDS[key] = DiffusersBackend(cfg.diffusers)
-        elif cfg.backend == "openai":
-            from forenset.backends.image.openai_images import OpenAIImageBackend
-
-            _BACKENDS[key] = OpenAIImageBackend(cfg.openai)
-        elif cfg.backend == "gemini":
-            from forenset.backends.image.gemini_images import GeminiImageBackend
-
-            _BACKENDS[key] = GeminiImageBackend(cfg.gemini)
-        else:  # pragma: no cover - guarded by config validation
-            raise ValueError(f"unknown image backend {cfg.backend}")
+        _BACKENDS[key] = factory.create(cfg)
     return _BACKENDS[key]
 
 

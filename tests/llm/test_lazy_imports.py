@@ -3,6 +3,7 @@ answer in well under a second only if `forenset.config` stays free of openai / g
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -27,3 +28,29 @@ def test_config_import_loads_no_model_sdk():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"forenset.config imported {out.stdout.strip()}"
+
+
+def test_image_backend_factory_loads_no_model_sdk():
+    """Validating generators and asking what each built-in backend can do (planning does, for
+    every generator) must not import the SDKs, torch or diffusers: only building one may."""
+    code = (
+        "import json, sys\n"
+        "from forenset.backends.image import factory\n"
+        "from forenset.backends.image.generator import GeneratorConfig\n"
+        "tiny = {'diffusers': {'pipeline': 'StableDiffusionInstructPix2PixPipeline', 'tiny': True}}\n"
+        "gens = [GeneratorConfig(name=b, backend=b, **(tiny if b == 'diffusers' else {}))\n"
+        "        for b in ('offline', 'diffusers', 'openai', 'gemini')]\n"
+        "tasks = {g.backend: sorted(g.tasks()) for g in gens}\n"
+        "heavy = [m for m in ('openai', 'google.genai', 'torch', 'diffusers') if m in sys.modules]\n"
+        "print(json.dumps({'names': factory.names(), 'tasks': tasks, 'heavy': heavy}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)
+    assert got["heavy"] == [], f"the image-backend factory imported {got['heavy']}"
+    assert {"offline", "diffusers", "openai", "gemini"} <= set(got["names"])
+    assert got["tasks"] == {
+        "offline": ["edit"],
+        "diffusers": ["edit"],
+        "openai": ["edit", "t2i"],
+        "gemini": ["edit", "t2i"],
+    }

@@ -10,9 +10,8 @@ terminal error row carrying the model's reason, never a retry.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google.genai import types
 from PIL import Image
 
 from forenset.backends import apiloop
@@ -21,6 +20,11 @@ from forenset.backends.image.api_config import GeminiImagesConfig
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
 from forenset.backends.llm.types import LLMCallError
 from forenset.backends.retry import genai_errors
+
+if TYPE_CHECKING:
+    from google.genai import types
+
+    from forenset.backends.image.generator import GeneratorConfig
 
 __all__ = ["GeminiImageBackend", "GeminiImagesConfig", "image_from_response"]
 
@@ -70,9 +74,17 @@ class GeminiImageBackend(ApiImageBackend):
     """Text-to-image and instruction editing through Gemini's IMAGE response modality."""
 
     name = "gemini"
+    tasks = frozenset({"edit", "t2i"})
     config: GeminiImagesConfig
 
+    @classmethod
+    def from_generator(cls, generator: GeneratorConfig) -> GeminiImageBackend:
+        """The backend of a generator's ``gemini:`` block (defaults when it has none)."""
+        return cls(generator.gemini or GeminiImagesConfig())
+
     def _gen_config(self, seed: int) -> types.GenerateContentConfig:
+        from google.genai import types  # not at import: the factory reads ``tasks`` cheaply
+
         kw: dict[str, Any] = {"response_modalities": ["TEXT", "IMAGE"]}
         if self.config.send_seed:
             kw["seed"] = int(seed) % 2**31
@@ -113,6 +125,8 @@ class GeminiImageBackend(ApiImageBackend):
         return self._run(calls)
 
     def edit(self, requests: list[EditRequest]) -> list[ImageResult]:
+        from google.genai import types
+
         calls = []
         for r in requests:
             src: Image.Image = r.image.convert("RGB")

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from forenset.backends.image import factory
 from forenset.backends.image.api_config import GeminiImagesConfig, OpenAIImagesConfig
 from forenset.backends.image.diffusers_config import DiffusersConfig
 from forenset.confbase import Strict, fingerprint_view
@@ -33,7 +34,8 @@ class GeneratorConfig(Strict):
     """One generator of the pool. ``family`` groups generators for held-out test splits."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    backend: Literal["offline", "diffusers", "openai", "gemini"] = "offline"
+    # a registered image backend (factory.py): offline, diffusers, openai, gemini, or a plugin's
+    backend: str = "offline"
     family: str = "classical"
     model: str = "opencv"
     # offline (classical manipulations)
@@ -47,6 +49,12 @@ class GeneratorConfig(Strict):
     openai: OpenAIImagesConfig | None = None
     gemini: GeminiImagesConfig | None = None
     t2i_size: tuple[int, int] = (512, 512)  # (width, height) of text-to-image candidates
+    options: dict[str, Any] = {}  # settings of a plugin backend, read by the plugin
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        return factory.check_name(v)
 
     @model_validator(mode="after")
     def _backend_config(self) -> GeneratorConfig:
@@ -59,16 +67,14 @@ class GeneratorConfig(Strict):
         return self
 
     def tasks(self) -> set[str]:
-        """What this generator can do: 'edit' (photos + instructions) and/or 't2i' (prompts)."""
-        if self.backend == "offline":
-            return {"edit"}
-        if self.backend in ("openai", "gemini"):
-            return {"edit", "t2i"}
-        from forenset.backends.image.registry import pipeline_spec
-
-        return {pipeline_spec(self.diffusers.pipeline).task}  # type: ignore[union-attr]
+        """What this generator can do: 'edit' (photos + instructions) and/or 't2i' (prompts),
+        as its backend class declares."""
+        return factory.tasks_for(self)
 
     def fingerprint(self) -> dict[str, Any]:
         """What shapes this generator's pixels: the config without its operational fields
         (rate limits, retries, keys, batch size, device: ``forenset.confbase``)."""
-        return fingerprint_view(self)
+        view = fingerprint_view(self)
+        if not self.options:
+            del view["options"]  # fingerprints from before the field existed stay valid
+        return view

@@ -57,6 +57,12 @@ class OfflineEditor:
     """One classical generator. ``name`` is the backend kind recorded in rows."""
 
     name = "offline"
+    tasks = frozenset({"edit"})
+
+    @classmethod
+    def from_generator(cls, generator: GeneratorConfig) -> OfflineEditor:
+        """Offline generators are configured by the generator entry itself."""
+        return cls(generator)
 
     def __init__(self, cfg: GeneratorConfig):
         self.cfg = cfg

@@ -28,6 +28,8 @@ from forenset.backends.retry import openai_errors, openai_status_error
 if TYPE_CHECKING:
     import openai
 
+    from forenset.backends.image.generator import GeneratorConfig
+
 __all__ = ["OpenAIImageBackend", "OpenAIImagesConfig", "openai_mask", "status_error"]
 
 # OpenAI image refusals arrive as 400s with these codes (besides the chat layer's set).
@@ -66,7 +68,13 @@ class OpenAIImageBackend(ApiImageBackend):
     """Text-to-image (``images.generate``) and editing (``images.edit``) via the OpenAI SDK."""
 
     name = "openai"
+    tasks = frozenset({"edit", "t2i"})
     config: OpenAIImagesConfig
+
+    @classmethod
+    def from_generator(cls, generator: GeneratorConfig) -> OpenAIImageBackend:
+        """The backend of a generator's ``openai:`` block (defaults when it has none)."""
+        return cls(generator.openai or OpenAIImagesConfig())
 
     def _base_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"model": self.config.model, "n": 1}
