@@ -166,3 +166,13 @@ def test_declared_tasks_are_checked(install):
     install("odd-plugin", "odd_plugin", source, {"odd": "odd_plugin:Gen"})
     with pytest.raises(ConfigurationError, match=r"declares tasks \['inpaint'\]"):
         GeneratorConfig(name="o", backend="odd").tasks()
+
+
+def test_backend_for_raises_configuration_errors_instead_of_rows(monkeypatch):
+    """The candidates stage builds its backend before any row: a missing key fails the shard."""
+    from forenset.tasks.candidates import backend_for
+
+    monkeypatch.delenv("IMG_NEVER_SET_KEY", raising=False)
+    gen = GeneratorConfig(name="o", backend="openai", openai={"api_key_env": "IMG_NEVER_SET_KEY"})
+    with pytest.raises(ConfigurationError, match="IMG_NEVER_SET_KEY, which is not set"):
+        backend_for(gen)

@@ -15,6 +15,7 @@ from PIL import Image
 
 from forenset.backends.image.gemini_images import GeminiImageBackend
 from forenset.backends.llm import limiter_stats
+from forenset.errors import ConfigurationError
 from forenset.testing._base import png_bytes
 from forenset.testing.fake_gemini import Fault, decode_b64, request_images
 from tests.imageapi.imageapi_kit import GEMINI_SENTINEL, edit_req, gemini_config, gen_req, photo
@@ -185,3 +186,34 @@ def test_donor_photo_is_sent_before_the_instruction(gemini_server):
     sizes = [Image.open(io.BytesIO(b)).size for b in request_images(body)]
     assert sizes == [(80, 64), (40, 40)]
     assert body["contents"][0]["parts"][-1] == {"text": "add a small blue kite 3"}
+
+
+def test_missing_key_env_fails_at_construction(gemini_server):
+    with pytest.raises(ConfigurationError) as e:
+        GeminiImageBackend(gemini_config(gemini_server, api_key_env="IMG_UNSET_GEMINI_ENV"))
+    assert str(e.value) == (
+        "The gemini image generator (model 'gemini-2.5-flash-image') needs an API key in the "
+        "environment variable IMG_UNSET_GEMINI_ENV, which is not set."
+    )
+    with pytest.raises(ConfigurationError, match="needs api_key_env"):
+        GeminiImageBackend(gemini_config(gemini_server, api_key_env=""))
+    assert gemini_server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "problem"),
+    [
+        ({"params": {"temprature": 0.2}}, "params the Gemini API does not take (temprature: Extra"),
+        ({"params": {"seed": "soon"}}, "params the Gemini API does not take (seed: Input should"),
+        ({"aspect_ratio": "16x9"}, "aspect_ratio '16x9', not of the form 'W:H'"),
+        ({"api_version": "v2"}, "api_version 'v2' (expected one of v1, v1alpha, v1beta)"),
+    ],
+)
+def test_settings_the_gemini_api_refuses_fail_at_construction(gemini_server, settings, problem):
+    """Before, each of these became one error row per item (a typo in params even a retried
+    'undecodable image')."""
+    with pytest.raises(ConfigurationError) as e:
+        GeminiImageBackend(gemini_config(gemini_server, **settings))
+    msg = str(e.value)
+    assert problem in msg and msg.endswith(".") and msg.count(". ") == 0
+    assert gemini_server.requests == []

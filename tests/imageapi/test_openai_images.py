@@ -8,13 +8,23 @@ import logging
 import re
 
 import numpy as np
+import pytest
 from PIL import Image
 
+from forenset.backends.image.generator import GeneratorConfig
 from forenset.backends.image.openai_images import OpenAIImageBackend, OpenAIImagesConfig
 from forenset.backends.llm import limiter_stats
+from forenset.errors import ConfigurationError
 from forenset.testing._base import png_bytes
 from forenset.testing.fake_openai import Fault
-from tests.imageapi.imageapi_kit import OPENAI_SENTINEL, edit_req, gen_req, openai_config, photo
+from tests.imageapi.imageapi_kit import (
+    FAST,
+    OPENAI_SENTINEL,
+    edit_req,
+    gen_req,
+    openai_config,
+    photo,
+)
 
 
 def prompt_colour(prompt: str) -> tuple[int, int, int]:
@@ -157,10 +167,79 @@ def test_key_never_leaks(openai_server, caplog):
     assert not any(OPENAI_SENTINEL in t or OPENAI_SENTINEL[3:12] in t for t in texts)
 
 
-def test_missing_key_env_is_an_error_row(openai_server):
+def test_missing_key_env_fails_at_construction(openai_server):
+    """Every request would fail the same way: one ConfigurationError, not an error row per item."""
     cfg = OpenAIImagesConfig(base_url=openai_server.base_url, api_key_env="IMG_UNSET_KEY_ENV")
+    with pytest.raises(ConfigurationError) as e:
+        OpenAIImageBackend(cfg)
+    assert str(e.value) == (
+        "The openai image generator (model 'gpt-image-1') needs an API key in the environment "
+        "variable IMG_UNSET_KEY_ENV, which is not set."
+    )
+    assert openai_server.requests == []
+    keyless = OpenAIImagesConfig(base_url=openai_server.base_url, api_key_env=None)
+    [res] = OpenAIImageBackend(keyless).generate([gen_req()])  # self-hosted: placeholder key
+    assert res.status == "ok", res.error
+
+
+@pytest.fixture
+def real_api(monkeypatch):
+    """base_url None means api.openai.com; should a check regress, its request goes to a dead
+    loopback proxy instead of the internet."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    for var in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")
+    return dict(api_key_env="IMG_OPENAI_KEY", max_retries=0, timeout_s=2.0)
+
+
+@pytest.mark.parametrize(
+    ("settings", "problem"),
+    [
+        ({"quality": "hd"}, "does not take quality 'hd' (it takes auto, high, low, medium)"),
+        ({"size": "512x512"}, "does not take size '512x512' (it takes 1024x1024, 1024x1536,"),
+        ({"model": "dall-e-3", "quality": "low"}, "does not take quality 'low'"),
+        ({"model": "dall-e-2", "size": "1536x1024"}, "does not take size '1536x1024'"),
+    ],
+)
+def test_settings_the_openai_api_refuses_fail_at_construction(real_api, settings, problem):
+    with pytest.raises(ConfigurationError) as e:
+        OpenAIImageBackend(OpenAIImagesConfig(**real_api, **settings))
+    msg = str(e.value)
+    assert problem in msg and msg.endswith(".") and msg.count(". ") == 0
+
+
+def test_unchecked_where_another_server_decides(openai_server, monkeypatch):
+    """An OpenAI-compatible server may take other sizes and qualities: nothing is refused."""
+    cfg = openai_config(openai_server, quality="hd", size="40x30")
     [res] = OpenAIImageBackend(cfg).generate([gen_req()])
-    assert res.status == "error" and not res.retryable and "IMG_UNSET_KEY_ENV" in res.error
+    assert res.status == "ok" and res.image.size == (40, 30)
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)  # the SDK's own default
+    backend = OpenAIImageBackend(OpenAIImagesConfig(api_key_env="IMG_OPENAI_KEY", **FAST))
+    [res] = backend.generate([gen_req(1, size=(48, 32))])
+    assert res.status == "ok" and res.image.size == (48, 32)
+    assert openai_server.requests[-1]["size"] == "48x32"
+
+
+def test_t2i_size_the_model_cannot_make_fails_before_any_request(real_api):
+    backend = OpenAIImageBackend(OpenAIImagesConfig(**real_api))  # gpt-image-1, size unset
+    with pytest.raises(ConfigurationError) as e:
+        backend.generate([gen_req(0, size=(512, 512))])
+    assert str(e.value) == (
+        "The openai image generator (model 'gpt-image-1') cannot make 512x512 images (it takes "
+        "1024x1024, 1024x1536, 1536x1024, auto): set the generator's t2i_size or openai.size "
+        "to one of them."
+    )
+
+
+def test_dall_e_3_only_generates(openai_server):
+    gen = GeneratorConfig(name="d3", backend="openai", openai={"model": "dall-e-3"})
+    assert gen.tasks() == {"t2i"}
+    assert GeneratorConfig(name="g1", backend="openai").tasks() == {"edit", "t2i"}
+    backend = OpenAIImageBackend(openai_config(openai_server, model="dall-e-3"))
+    with pytest.raises(ConfigurationError, match="cannot edit images"):
+        backend.edit([edit_req()])
     assert openai_server.requests == []
 
 

@@ -27,9 +27,10 @@ from PIL import Image
 from forenset.backends import apiloop
 from forenset.backends.image.base import ImageResult
 from forenset.backends.llm.limits import ModelLimiter
-from forenset.backends.llm.secrets import redact
+from forenset.backends.llm.secrets import api_key, redact
 from forenset.backends.llm.types import ModelSpec
 from forenset.backends.retry import RetryPolicy, attempt
+from forenset.errors import ConfigurationError
 from forenset.seeds import derive_seed
 
 
@@ -139,14 +140,45 @@ def png_bytes(image: Image.Image) -> bytes:
 
 
 class ApiImageBackend:
-    """What the image-API backends share: config, model spec for limiter and client, retries."""
+    """What the image-API backends share: config, model spec for limiter and client, retries.
+
+    Construction fails fast: what would make every request of the backend fail the same way
+    (no key, a setting the API is known to refuse) raises ConfigurationError here, once,
+    instead of becoming one error row per item."""
 
     name = ""
+    keyless_without_env = False  # api_key_env None: send a placeholder (self-hosted servers)
 
     def __init__(self, config: Any) -> None:
         self.config = config
         self.spec = config.model_spec()
         self.retry = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
+        self._check_key()
+        self.check_config()
+
+    def _check_key(self) -> None:
+        env = self.config.api_key_env
+        if env is None and self.keyless_without_env:
+            return
+        if not env:
+            raise ConfigurationError(
+                f"The {self.name} image generator (model {self.config.model!r}) needs "
+                "api_key_env, the environment variable that holds its API key."
+            )
+        if api_key(env) is None:
+            raise ConfigurationError(
+                f"The {self.name} image generator (model {self.config.model!r}) needs an API "
+                f"key in the environment variable {env}, which is not set."
+            )
+
+    def check_config(self) -> None:
+        """Raise ConfigurationError for settings the API is known to refuse (subclasses)."""
+
+    def fail(self, problem: str) -> ConfigurationError:
+        """A one-sentence configuration error about this generator."""
+        return ConfigurationError(
+            f"The {self.name} image generator (model {self.config.model!r}) {problem}."
+        )
 
     def __repr__(self) -> str:  # never shows the key
         return (

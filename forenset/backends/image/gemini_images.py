@@ -10,6 +10,7 @@ terminal error row carrying the model's reason, never a retry.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from PIL import Image
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from forenset.backends.image.generator import GeneratorConfig
 
 __all__ = ["GeminiImageBackend", "GeminiImagesConfig", "image_from_response"]
+
+_API_VERSIONS = {"v1", "v1beta", "v1alpha"}
+_ASPECT = re.compile(r"^[1-9]\d*:[1-9]\d*$")
 
 # Finish reasons that mean "declined" (besides the chat layer's set).
 _DECLINED = {
@@ -81,6 +85,28 @@ class GeminiImageBackend(ApiImageBackend):
     def from_generator(cls, generator: GeneratorConfig) -> GeminiImageBackend:
         """The backend of a generator's ``gemini:`` block (defaults when it has none)."""
         return cls(generator.gemini or GeminiImagesConfig())
+
+    def check_config(self) -> None:
+        """Settings every request would carry are checked once, by the SDK's own model."""
+        from pydantic import ValidationError
+
+        if self.config.api_version not in _API_VERSIONS:
+            raise self.fail(
+                f"has api_version {self.config.api_version!r} (expected one of "
+                f"{', '.join(sorted(_API_VERSIONS))})"
+            )
+        if self.config.aspect_ratio is not None and not _ASPECT.match(self.config.aspect_ratio):
+            raise self.fail(
+                f"has aspect_ratio {self.config.aspect_ratio!r}, not of the form 'W:H' like '3:2'"
+            )
+        try:
+            self._gen_config(0)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(config)"
+            raise self.fail(
+                f"has params the Gemini API does not take ({where}: {err['msg']})"
+            ) from None
 
     def _gen_config(self, seed: int) -> types.GenerateContentConfig:
         from google.genai import types  # not at import: the factory reads ``tasks`` cheaply

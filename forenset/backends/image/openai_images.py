@@ -2,13 +2,17 @@
 
 Rate limits, retries, clients and result rows are those of every image-API backend
 (api_calls.py); this module only builds the requests and reads the replies. Content-policy
-refusals (400 with the Images API's codes) are terminal error rows.
+refusals (400 with the Images API's codes) are terminal error rows; settings api.openai.com is
+known to refuse (a size or quality the model does not take, DALL-E 3 edits) raise
+ConfigurationError before any request.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from PIL import Image
 
@@ -31,6 +35,18 @@ if TYPE_CHECKING:
     from forenset.backends.image.generator import GeneratorConfig
 
 __all__ = ["OpenAIImageBackend", "OpenAIImagesConfig", "openai_mask", "status_error"]
+
+# What api.openai.com accepts per image model: sizes and qualities. Checked before any request
+# only when that is where requests go: an OpenAI-compatible server may accept other values.
+_SIZES_QUALITIES = {
+    "gpt-image": (
+        {"1024x1024", "1536x1024", "1024x1536", "auto"},
+        {"low", "medium", "high", "auto"},
+    ),
+    "dall-e-3": ({"1024x1024", "1792x1024", "1024x1792"}, {"standard", "hd"}),
+    "dall-e-2": ({"256x256", "512x512", "1024x1024"}, {"standard"}),
+}
+_NO_EDITS = {"dall-e-3"}  # images.edit takes gpt-image-* and dall-e-2 only
 
 # OpenAI image refusals arrive as 400s with these codes (besides the chat layer's set).
 _IMAGE_POLICY_CODES = {
@@ -68,13 +84,49 @@ class OpenAIImageBackend(ApiImageBackend):
     """Text-to-image (``images.generate``) and editing (``images.edit``) via the OpenAI SDK."""
 
     name = "openai"
-    tasks = frozenset({"edit", "t2i"})
+    keyless_without_env = True
     config: OpenAIImagesConfig
+
+    @classmethod
+    def tasks_for(cls, generator: GeneratorConfig) -> set[str]:
+        """Both, but DALL-E 3 cannot edit."""
+        model = (generator.openai or OpenAIImagesConfig()).model
+        return {"t2i"} if model in _NO_EDITS else {"edit", "t2i"}
 
     @classmethod
     def from_generator(cls, generator: GeneratorConfig) -> OpenAIImageBackend:
         """The backend of a generator's ``openai:`` block (defaults when it has none)."""
         return cls(generator.openai or OpenAIImagesConfig())
+
+    def _accepted(self) -> tuple[set[str], set[str]] | None:
+        """(sizes, qualities) api.openai.com accepts for this model; None: not known here."""
+        # base_url None: the SDK's default, which OPENAI_BASE_URL can point elsewhere
+        base = self.config.base_url or os.environ.get("OPENAI_BASE_URL")
+        if base is not None and urlsplit(base).hostname != "api.openai.com":
+            return None
+        model = self.config.model
+        return _SIZES_QUALITIES.get("gpt-image" if model.startswith("gpt-image-") else model)
+
+    def check_config(self) -> None:
+        accepted = self._accepted()
+        if accepted is None:
+            return
+        sizes, qualities = accepted
+        if self.config.size is not None and self.config.size not in sizes:
+            raise self.fail(f"does not take size {self.config.size!r} (it takes {_list(sizes)})")
+        if self.config.quality is not None and self.config.quality not in qualities:
+            raise self.fail(
+                f"does not take quality {self.config.quality!r} (it takes {_list(qualities)})"
+            )
+
+    def _check_t2i_size(self, size: str) -> None:
+        """The request's WxH, sent when ``size`` is not configured, must be one the API takes."""
+        accepted = self._accepted()
+        if self.config.size is None and accepted is not None and size not in accepted[0]:
+            raise self.fail(
+                f"cannot make {size} images (it takes {_list(accepted[0])}): set the "
+                "generator's t2i_size or openai.size to one of them"
+            )
 
     def _base_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"model": self.config.model, "n": 1}
@@ -113,6 +165,7 @@ class OpenAIImageBackend(ApiImageBackend):
         calls = []
         for r in requests:
             size = self.config.size or f"{r.size[0]}x{r.size[1]}"
+            self._check_t2i_size(size)
             kwargs = {**self._base_kwargs(), "prompt": r.prompt, "size": size}
             calls.append(
                 ImageCall(
@@ -125,6 +178,10 @@ class OpenAIImageBackend(ApiImageBackend):
         return self._run(calls)
 
     def edit(self, requests: list[EditRequest]) -> list[ImageResult]:
+        if requests and self.config.model in _NO_EDITS:
+            raise self.fail(
+                "cannot edit images (the Images API edits with gpt-image-* and dall-e-2)"
+            )
         calls = []
         for r in requests:
             src = r.image.convert("RGB")
@@ -152,3 +209,7 @@ class OpenAIImageBackend(ApiImageBackend):
                 )
             )
         return self._run(calls)
+
+
+def _list(values: set[str]) -> str:
+    return ", ".join(sorted(values))
