@@ -31,7 +31,10 @@ _POLICY_CODES = {"content_policy_violation", "content_filter", "moderation_block
 
 
 class HasHeaders(Protocol):
-    headers: Mapping[str, str]
+    """A successful reply: its response headers teach the limiter the provider's limits."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
 
 
 R = TypeVar("R", bound=HasHeaders)

@@ -10,6 +10,7 @@ terminal error row carrying the model's reason, never a retry.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -143,7 +144,7 @@ class GeminiImageBackend(ApiImageBackend):
             ImageCall(
                 item_id=r.item_id,
                 seed=r.seed,
-                send=lambda r=r: self._send([r.prompt], r.seed),
+                send=functools.partial(self._send, [r.prompt], r.seed),
                 params={**self._params(r.seed), "requested_size": list(r.size)},
             )
             for r in requests
@@ -169,7 +170,7 @@ class GeminiImageBackend(ApiImageBackend):
                 ImageCall(
                     item_id=r.item_id,
                     seed=r.seed,
-                    send=lambda c=contents, s=r.seed: self._send(c, s),
+                    send=functools.partial(self._send, contents, r.seed),
                     params=params,
                     source_size=src.size,
                 )

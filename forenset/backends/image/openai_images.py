@@ -10,6 +10,7 @@ ConfigurationError before any request.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -171,7 +172,7 @@ class OpenAIImageBackend(ApiImageBackend):
                 ImageCall(
                     item_id=r.item_id,
                     seed=r.seed,
-                    send=lambda kw=kwargs: self._send("generate", kw),
+                    send=functools.partial(self._send, "generate", kwargs),
                     params={**self._params(size, r.seed), "requested_size": list(r.size)},
                 )
             )
@@ -203,7 +204,7 @@ class OpenAIImageBackend(ApiImageBackend):
                 ImageCall(
                     item_id=r.item_id,
                     seed=r.seed,
-                    send=lambda kw=kwargs: self._send("edit", kw),
+                    send=functools.partial(self._send, "edit", kwargs),
                     params=params,
                     source_size=src.size,
                 )
