@@ -14,8 +14,8 @@ from diffusers_testkit import photo
 
 from forenset.backends.image.base import GenerateRequest
 from forenset.backends.image.diffusers_backend import DiffusersBackend, DiffusersConfig
-from forenset.backends.image.tiny import build_tiny_pipeline
 from forenset.backends.image.generator import GeneratorConfig
+from forenset.backends.image.tiny import build_tiny_pipeline
 from forenset.config import BuildConfig
 from forenset.errors import ConfigurationError
 from forenset.images import encode_png
