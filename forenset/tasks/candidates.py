@@ -17,6 +17,7 @@ from pydantic import AfterValidator
 from forenset.backends.image import factory
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageBackend, ImageResult
 from forenset.backends.image.generator import GeneratorConfig
+from forenset.errors import ConfigurationError
 from forenset.images import encode_png
 from forenset.schemas.candidates import SCHEMA
 from forenset.seeds import derive_seed
@@ -112,9 +113,12 @@ class Candidates(Stage):
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         assert shard is not None, "candidates needs its shard (which generator)"
-        if shard.params.get("task") == "t2i":
-            return self.generate(batch, shard)
-        return self.edit(batch, shard)
+        try:
+            if shard.params.get("task") == "t2i":
+                return self.generate(batch, shard)
+            return self.edit(batch, shard)
+        except ConfigurationError as e:  # name the generator: the user fixes it in its block
+            raise ConfigurationError(f"generator {shard.partition['generator']}: {e}") from None
 
     def generate(self, batch: pa.Table, shard: ShardSpec) -> pa.Table:
         gcfg = GeneratorConfig.model_validate(shard.params["generator"])
