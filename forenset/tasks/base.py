@@ -15,7 +15,7 @@ import json
 import os
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -206,6 +206,15 @@ class Stage:
             "retryable": sum(1 for s, r in zip(status, retry, strict=True) if s == "error" and r),
         }
 
+    def error_row(self, row: dict[str, Any], message: str, retryable: bool) -> dict[str, Any]:
+        """Keep the input's ids so the failure can be traced; the key falls back to the input's."""
+        out = {
+            k: v for k, v in row.items() if k in self.output_schema.names and k not in TRACE_NAMES
+        }
+        if out.get(self.key) is None:
+            out[self.key] = str(row.get(self.key) or row.get("candidate_id") or row.get("image_id"))
+        return {**out, "status": "error", "error": message, "retryable": retryable}
+
     def to_table(self, rows: list[dict[str, Any]]) -> pa.Table:
         """Rows as the output table. A key the schema does not have is a bug in the stage and
         raises; with ``FORENSET_STRICT_ROWS`` set (the test suite), so does an ok row that
@@ -236,36 +245,53 @@ class RowStage(Stage):
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None) -> Iterable[dict[str, Any]]:
         raise TypeError(f"row stage {self.name} must define process_row()")
 
-    def error_row(self, row: dict[str, Any], message: str, retryable: bool) -> dict[str, Any]:
-        """Keep the input's ids so the failure can be traced; the key falls back to the input's."""
-        out = {
-            k: v for k, v in row.items() if k in self.output_schema.names and k not in TRACE_NAMES
-        }
-        if out.get(self.key) is None:
-            out[self.key] = str(row.get(self.key) or row.get("candidate_id") or row.get("image_id"))
-        return {**out, "status": "error", "error": message, "retryable": retryable}
-
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         out: list[dict[str, Any]] = []
         for row in batch.to_pylist():
-            t0 = time.perf_counter()
-            try:
-                produced = list(self.process_row(row, shard))
-            except StageRowError as e:
-                produced = [self.error_row(row, str(e), e.retryable)]
-            except (ConfigurationError, ContractError):
-                raise  # every row would fail alike: the shard fails, the build stops
-            except Exception as e:  # noqa: BLE001 - a bad row must not crash the shard
-                where = traceback.extract_tb(e.__traceback__)[-1]
-                msg = f"{type(e).__name__}: {e} (at {where.name}:{where.lineno})"
-                produced = [self.error_row(row, msg, True)]
-            ms = (time.perf_counter() - t0) * 1000 / max(1, len(produced))
-            for r in produced:
-                r.setdefault("status", "ok")
-                r.setdefault("stage_version", self.version)
-                r.setdefault("elapsed_ms", ms)
-                out.append(r)
+            out.extend(isolate(self, row, lambda row=row: self.process_row(row, shard)))
         return self.to_table(out)
+
+
+def describe(e: BaseException) -> str:
+    """An unexpected exception as a row's error: type, message and the line that raised."""
+    where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+    at = f" (at {where.name}:{where.lineno})" if where else ""
+    return writable(f"{type(e).__name__}: {e}{at}")
+
+
+def writable(text: str) -> str:
+    """``text`` as Arrow can store it: a lone surrogate (say, quoted from a broken model reply)
+    is escaped, so the error row that reports it does not fail the shard in its turn."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def isolate(
+    stage: Stage,
+    row: dict[str, Any],
+    produce: Callable[[], Iterable[dict[str, Any]]],
+    *,
+    timed: bool = True,
+) -> list[dict[str, Any]]:
+    """The rows ``produce()`` makes from one input row, with RowStage's error rule: an exception
+    is that row's error (``StageRowError``: explained, with its own ``retryable``); a
+    ``ConfigurationError`` or ``ContractError`` would fail every row alike, so it fails the
+    shard. Rows get ``status``/``stage_version`` defaults and, when ``timed``, ``elapsed_ms``."""
+    t0 = time.perf_counter()
+    try:
+        produced = list(produce())
+    except StageRowError as e:
+        produced = [stage.error_row(row, writable(str(e)), e.retryable)]
+    except (ConfigurationError, ContractError):
+        raise  # every row would fail alike: the shard fails, the build stops
+    except Exception as e:  # noqa: BLE001 - a bad row must not crash the shard
+        produced = [stage.error_row(row, describe(e), True)]
+    ms = (time.perf_counter() - t0) * 1000 / max(1, len(produced))
+    for r in produced:
+        r.setdefault("status", "ok")
+        r.setdefault("stage_version", stage.version)
+        if timed:
+            r.setdefault("elapsed_ms", ms)
+    return produced
 
 
 class StageRowError(Exception):

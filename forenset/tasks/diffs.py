@@ -8,16 +8,20 @@ and the changed fraction are always measured from pixels.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 from pydantic import Field
 
+from forenset.backends.llm.types import ChatRequest
 from forenset.backends.offline_diff import fidelity, ground, pixel_differences
 from forenset.images import decode_rgb
 from forenset.schemas.diffs import SCHEMA
-from forenset.tasks.base import RowStage, ShardSpec, dumps
-from forenset.tasks.modelcall import ModelStageConfig, call_validated, model_stage_config, request
+from forenset.tasks.base import ShardSpec, StageRowError, dumps
+from forenset.tasks.modelcall import ModelStageConfig, Outcome, model_stage_config, request
+from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
 from forenset.text.checks import validate_differences
 from forenset.text.models import VisualDifferences
 
@@ -57,7 +61,76 @@ def model_differences(reply: VisualDifferences) -> list[dict[str, Any]]:
     return out
 
 
-class Diffs(RowStage):
+class DiffsOffline(OfflineStrategy):
+    """Connected regions of the pixel-difference map are the differences."""
+
+    stage: Diffs
+
+    def process_row(self, row: dict[str, Any], shard: ShardSpec | None) -> Iterable[dict[str, Any]]:
+        d, pixels, _, _ = self.stage.measure(row)
+        yield {
+            **{k: row[k] for k in CARRY},
+            **pixels,
+            "differences": dumps(d["differences"]),
+            "n_differences": len(d["differences"]),
+            "grounding": dumps(
+                {"extractor": "offline/pixel-diff-v1", **ground(d["differences"], d["mask"])}
+            ),
+            "backend": "offline",
+            "model": "pixel-diff-v1",
+        }
+
+
+class DiffsModel(ModelStrategy):
+    """The VLM lists the differences of [real, candidate]; the pixel map grounds them."""
+
+    stage: Diffs
+
+    def ask(self, row: dict[str, Any]) -> tuple[ChatRequest, dict[str, Any], dict[str, Any]]:
+        """The item's request, its pixel map and its fidelity measures."""
+        try:
+            d, pixels, real_png, fake_png = self.stage.measure(row)
+        except Exception as e:  # noqa: BLE001 - an unreadable image is this row's error
+            raise StageRowError(f"cannot measure the pair: {e}", retryable=True) from e
+        req = request(
+            "diffs",
+            row["candidate_id"],
+            "visual_differences",
+            self.cfg.prompts_dir,
+            images=[real_png, fake_png],
+            response_model=VisualDifferences,
+        )
+        return req, d, pixels
+
+    def record(
+        self, row: dict[str, Any], d: dict[str, Any], pixels: dict[str, Any], o: Outcome
+    ) -> dict[str, Any]:
+        rec: dict[str, Any] = {**{k: row[k] for k in CARRY}, **pixels, **o.trace()}
+        if o.ok:
+            diffs = model_differences(o.parsed())
+            flags = ground(diffs, d["mask"])
+            rec.update(
+                differences=dumps(diffs),
+                n_differences=len(diffs),
+                grounding=dumps({"extractor": f"{o.result.backend}/{o.result.model}", **flags}),
+            )
+        return rec
+
+    def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        asks: dict[str, tuple[dict[str, Any], ChatRequest, dict[str, Any], dict[str, Any]]] = {}
+        for row in batch.to_pylist():
+            made = self.prepare(row, out, partial(self.ask, row))
+            if made is not None:
+                asks[row["candidate_id"]] = (row, *made)
+        done = self.call([(req, validate_differences) for _, req, _, _ in asks.values()])
+        for cid, (row, _, d, pixels) in asks.items():
+            o = done[cid]
+            out.extend(self.convert(row, o, partial(self.record, row, d, pixels, o)))
+        return out
+
+
+class Diffs(StrategyStage):
     name = "diffs"
     config_model = DiffsConfig
     version = "2"
@@ -74,12 +147,14 @@ class Diffs(RowStage):
     output_schema = SCHEMA
     key = "candidate_id"
     partition_by = ("generator",)
+    offline_strategy = DiffsOffline
+    model_strategy = DiffsModel
 
     def stage_config(self) -> dict[str, Any]:
         return model_stage_config(self.cfg, TEMPLATES)
 
     def measure(self, row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], bytes, bytes]:
-        """Pixel map + fidelity (every row), and the two PNGs for a VLM."""
+        """Pixel map + fidelity (every row, both strategies), and the two PNGs for a VLM."""
         c = self.cfg
         real_png = self.ctx.store.get_blob(row["source_blob"])
         fake_png = self.ctx.store.get_blob(row["blob"])
@@ -94,56 +169,3 @@ class Diffs(RowStage):
         psnr, ssim = fidelity(real, fake)
         pixels = {"changed_frac": d["changed_frac"], "psnr": psnr, "ssim": ssim}
         return d, pixels, real_png, fake_png
-
-    def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
-        d, pixels, _, _ = self.measure(row)
-        yield {
-            **{k: row[k] for k in CARRY},
-            **pixels,
-            "differences": dumps(d["differences"]),
-            "n_differences": len(d["differences"]),
-            "grounding": dumps(
-                {"extractor": "offline/pixel-diff-v1", **ground(d["differences"], d["mask"])}
-            ),
-            "backend": "offline",
-            "model": "pixel-diff-v1",
-        }
-
-    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        c = self.cfg
-        if c.llm is None:
-            return super().process(batch, shard)
-        out: list[dict[str, Any]] = []
-        measured: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
-        items = []
-        for row in batch.to_pylist():
-            try:
-                d, pixels, real_png, fake_png = self.measure(row)
-            except Exception as e:  # noqa: BLE001 - an unreadable image is this row's error
-                out.append(self.error_row(row, f"cannot measure the pair: {e}", True))
-                continue
-            measured[row["candidate_id"]] = (row, d, pixels)
-            req = request(
-                "diffs",
-                row["candidate_id"],
-                "visual_differences",
-                c.prompts_dir,
-                images=[real_png, fake_png],
-                response_model=VisualDifferences,
-            )
-            items.append((req, validate_differences))
-        done = call_validated(self.ctx, self.name, c.llm, items, c.max_attempts)
-        for cid, (row, d, pixels) in measured.items():
-            o = done[cid]
-            rec: dict[str, Any] = {**{k: row[k] for k in CARRY}, **pixels, **o.trace()}
-            if o.ok:
-                diffs = model_differences(o.parsed())
-                flags = ground(diffs, d["mask"])
-                rec.update(
-                    differences=dumps(diffs),
-                    n_differences=len(diffs),
-                    grounding=dumps({"extractor": f"{o.result.backend}/{o.result.model}", **flags}),
-                )
-            rec["stage_version"] = self.version
-            out.append(rec)
-        return self.to_table(out)

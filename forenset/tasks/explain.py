@@ -10,11 +10,14 @@ failures are regenerated up to ``max_attempts`` times, then become error rows wi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 from pydantic import Field
 
+from forenset.backends.llm.types import ChatRequest
 from forenset.backends.offline_explain import (
     authenticity,
     complex_fake,
@@ -25,15 +28,16 @@ from forenset.backends.offline_explain import (
 )
 from forenset.images import decode_rgb
 from forenset.schemas.explanations import SCHEMA
-from forenset.tasks.base import RowStage, ShardSpec, StageRowError
+from forenset.tasks.base import ShardSpec, StageRowError
 from forenset.tasks.modelcall import (
     ModelStageConfig,
     Outcome,
-    call_validated,
+    Validator,
     model_stage_config,
     request,
 )
 from forenset.tasks.splits import SplitPartitioned
+from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
 from forenset.text.checks import (
     validate_authenticity_explanation,
     validate_complex_explanation,
@@ -50,45 +54,19 @@ class ExplanationsConfig(ModelStageConfig):
 TEMPLATES = ("explain_complex", "explain_simple", "explain_authenticity")
 
 
-class Explanations(SplitPartitioned, RowStage):
-    name = "explanations"
-    config_model = ExplanationsConfig
-    version = "2"
-    input_columns = (
-        "sample_id",
-        "label",
-        "split",
-        "blob",
-        "source_blob",
-        "caption",
-        "instruction",
-        "differences",
-        "entities",
-    )
-    output_schema = SCHEMA
-    key = "explanation_id"
+class ExplanationsOffline(OfflineStrategy):
+    """Templates filled from the measured evidence, redrawn while validation fails."""
 
-    def stage_config(self) -> dict[str, Any]:
-        return model_stage_config(self.cfg, TEMPLATES)
+    stage: Explanations
 
-    def validate(self, kind: str, text: str, entities: list[str]) -> list[str]:
-        c = self.cfg
-        problems = []
-        n = len(text.split())
-        if n < c.min_words or n > c.max_words[kind]:
-            problems.append(f"{n} words, outside {c.min_words}–{c.max_words[kind]}")
-        if not mentioned(text, entities):
-            problems.append("mentions no concrete entity")
-        if leaks(text):
-            problems.append("refers to the hidden references")
-        return problems
-
-    def generate(self, kind: str, make, entities: list[str], row: dict[str, Any]) -> dict[str, Any]:
+    def generate(
+        self, kind: str, make: Callable[[int], str], entities: list[str], row: dict[str, Any]
+    ) -> dict[str, Any]:
         problems: list[str] = []
         tries = self.cfg.max_attempts
         for attempt in range(tries):
             text = make(attempt)
-            problems = self.validate(kind, text, entities)
+            problems = self.stage.validate(kind, text, entities)
             if not problems:
                 return {
                     "explanation_id": f"{row['sample_id']}-{kind}",
@@ -107,7 +85,7 @@ class Explanations(SplitPartitioned, RowStage):
             f"{kind} explanation failed validation after {tries} attempts: {'; '.join(problems)}"
         )
 
-    def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
+    def process_row(self, row: dict[str, Any], shard: ShardSpec | None) -> Iterable[dict[str, Any]]:
         if row["label"] == "real":
             img = decode_rgb(self.ctx.store.get_blob(row["blob"]))
             ents = entity_names(row.get("entities"))
@@ -127,107 +105,89 @@ class Explanations(SplitPartitioned, RowStage):
         yield cx
         yield self.generate("simple", lambda a: simple_fake(ins, cx["text"], a), ents, row)
 
-    # -- model path ------------------------------------------------------------
-    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        c = self.cfg
-        if c.llm is None:
-            return super().process(batch, shard)
-        rows = batch.to_pylist()
-        first, meta, out = [], {}, []
-        for row in rows:
-            sid = row["sample_id"]
-            try:
-                self.ctx.store.get_blob(row["blob"])
-            except Exception as e:  # noqa: BLE001 - an unreadable image is this row's error
-                kind = "authenticity" if row["label"] == "real" else "complex"
-                err = self.error_row(row, f"cannot read image blob: {e}", True)
-                out.append({**err, "explanation_id": f"{sid}-{kind}", "kind": kind})
-                continue
-            if row["label"] == "real":
-                ents = entity_names(row.get("entities"))
-                meta[f"{sid}-authenticity"] = (row, "authenticity", ents)
-                req = request(
-                    "explanations",
-                    f"{sid}-authenticity",
-                    "explain_authenticity",
-                    c.prompts_dir,
-                    images=[self.ctx.store.get_blob(row["blob"])],
-                    response_model=AuthenticityExplanation,
-                    caption=row["caption"] or "",
-                    min_words=str(c.min_words),
-                    max_words=str(c.max_words["authenticity"]),
-                )
-                first.append((req, self._checker("authenticity", ents)))
-                continue
-            ins = json.loads(row["instruction"] or "{}")
-            ents = [ins.get("target", "")]
-            meta[f"{sid}-complex"] = (row, "complex", ents)
-            images = [self.ctx.store.get_blob(row["blob"])]
-            if row.get("source_blob"):
-                images.append(self.ctx.store.get_blob(row["source_blob"]))
-            req = request(
-                "explanations",
-                f"{sid}-complex",
-                "explain_complex",
-                c.prompts_dir,
-                images=images,
-                response_model=ComplexExplanation,
-                instruction=ins.get("text", ""),
-                differences=json.loads(row["differences"] or "[]"),
-                min_words=str(c.min_words),
-                max_words=str(c.max_words["complex"]),
-            )
-            first.append((req, self._checker("complex", ents)))
-        done = call_validated(self.ctx, self.name, c.llm, first, c.max_attempts)
-        second = []
-        for item_id, (row, kind, ents) in list(meta.items()):
-            o = done[item_id]
-            out.append(self._model_row(row, kind, ents, o))
-            if kind != "complex":
-                continue
-            sid = row["sample_id"]
-            if not o.ok:
-                out.append(
-                    {
-                        **self._model_row(row, "simple", ents, o),
-                        "error": "not attempted: the complex explanation it builds on failed",
-                    }
-                )
-                continue
-            meta[f"{sid}-simple"] = (row, "simple", ents)
-            req = request(
-                "explanations",
-                f"{sid}-simple",
-                "explain_simple",
-                c.prompts_dir,
-                images=[self.ctx.store.get_blob(row["blob"])],
-                response_model=SimpleExplanation,
-                complex_explanation=o.parsed().explanation,
-                max_words=str(c.max_words["simple"]),
-            )
-            second.append((req, self._checker("simple", ents)))
-        done2 = call_validated(self.ctx, self.name, c.llm, second, c.max_attempts)
-        for item_id, o in done2.items():
-            row, kind, ents = meta[item_id]
-            out.append(self._model_row(row, kind, ents, o))
-        return self.to_table(out)
 
-    def _checker(self, kind: str, entities: list[str]):
+class ExplanationsModel(ModelStrategy):
+    """Round 1: ``explain_complex`` (fake + real image) or ``explain_authenticity`` (real
+    image); round 2: ``explain_simple`` conditioned on each accepted complex text."""
+
+    stage: Explanations
+
+    @staticmethod
+    def keyed(row: dict[str, Any], kind: str) -> dict[str, Any]:
+        """The input row with the explanation's id, so its error row is keyed like its row."""
+        return {**row, "explanation_id": f"{row['sample_id']}-{kind}", "kind": kind}
+
+    def blob(self, key: str) -> bytes:
+        try:
+            return self.ctx.store.get_blob(key)
+        except Exception as e:  # noqa: BLE001 - an unreadable image is this row's error
+            raise StageRowError(f"cannot read image blob: {e}", retryable=True) from e
+
+    def first(self, row: dict[str, Any], kind: str) -> tuple[list[str], ChatRequest]:
+        """The entities to mention and the request of a sample's first explanation."""
+        c = self.cfg
+        png = self.blob(row["blob"])
+        item_id = f"{row['sample_id']}-{kind}"
+        if kind == "authenticity":
+            req = request(
+                "explanations",
+                item_id,
+                "explain_authenticity",
+                c.prompts_dir,
+                images=[png],
+                response_model=AuthenticityExplanation,
+                caption=row["caption"] or "",
+                min_words=str(c.min_words),
+                max_words=str(c.max_words["authenticity"]),
+            )
+            return entity_names(row.get("entities")), req
+        ins = json.loads(row["instruction"] or "{}")
+        images = [png]
+        if row.get("source_blob"):
+            images.append(self.blob(row["source_blob"]))
+        req = request(
+            "explanations",
+            item_id,
+            "explain_complex",
+            c.prompts_dir,
+            images=images,
+            response_model=ComplexExplanation,
+            instruction=ins.get("text", ""),
+            differences=json.loads(row["differences"] or "[]"),
+            min_words=str(c.min_words),
+            max_words=str(c.max_words["complex"]),
+        )
+        return [ins.get("target", "")], req
+
+    def simple(self, row: dict[str, Any], complex_text: str) -> ChatRequest:
+        c = self.cfg
+        return request(
+            "explanations",
+            f"{row['sample_id']}-simple",
+            "explain_simple",
+            c.prompts_dir,
+            images=[self.blob(row["blob"])],
+            response_model=SimpleExplanation,
+            complex_explanation=complex_text,
+            max_words=str(c.max_words["simple"]),
+        )
+
+    def checker(self, kind: str, entities: list[str]) -> Validator:
         c = self.cfg
         lo, hi = c.min_words, c.max_words[kind]
 
-        def check(reply) -> list[str]:
+        def check(reply: Any) -> list[str]:
             if kind == "complex":
                 problems = validate_complex_explanation(reply, lo, hi)
             elif kind == "simple":
                 problems = validate_simple_explanation(reply, hi)
             else:
                 problems = validate_authenticity_explanation(reply, lo, hi)
-            return problems + self.validate(kind, reply.explanation, entities)
+            return problems + self.stage.validate(kind, reply.explanation, entities)
 
         return check
 
-    def _model_row(
+    def record(
         self, row: dict[str, Any], kind: str, entities: list[str], o: Outcome
     ) -> dict[str, Any]:
         text = o.parsed().explanation if o.ok else None
@@ -242,5 +202,83 @@ class Explanations(SplitPartitioned, RowStage):
             "n_words": len(text.split()) if text else None,
             "attempts": o.attempts,
             **o.trace(),
-            "stage_version": self.version,
         }
+
+    def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        meta: dict[str, tuple[dict[str, Any], str, list[str]]] = {}
+        first = []
+        for row in batch.to_pylist():
+            kind = "authenticity" if row["label"] == "real" else "complex"
+            made = self.prepare(self.keyed(row, kind), out, partial(self.first, row, kind))
+            if made is not None:
+                ents, req = made
+                meta[req.item_id] = (row, kind, ents)
+                first.append((req, self.checker(kind, ents)))
+        done = self.call(first)
+        second = []
+        for item_id, (row, kind, ents) in list(meta.items()):
+            o = done[item_id]
+            rows = self.convert(self.keyed(row, kind), o, partial(self.record, row, kind, ents, o))
+            out.extend(rows)
+            if kind != "complex":
+                continue
+            if rows[0]["status"] != "ok":
+                out.append(
+                    {
+                        **rows[0],
+                        "explanation_id": f"{row['sample_id']}-simple",
+                        "kind": "simple",
+                        "error": "not attempted: the complex explanation it builds on failed",
+                    }
+                )
+                continue
+            simple = partial(self.simple, row, rows[0]["text"])
+            req = self.prepare(self.keyed(row, "simple"), out, simple)
+            if req is not None:
+                meta[req.item_id] = (row, "simple", ents)
+                second.append((req, self.checker("simple", ents)))
+        for item_id, o in self.call(second).items():
+            row, kind, ents = meta[item_id]
+            out.extend(
+                self.convert(self.keyed(row, kind), o, partial(self.record, row, kind, ents, o))
+            )
+        return out
+
+
+class Explanations(SplitPartitioned, StrategyStage):
+    name = "explanations"
+    config_model = ExplanationsConfig
+    version = "2"
+    input_columns = (
+        "sample_id",
+        "label",
+        "split",
+        "blob",
+        "source_blob",
+        "caption",
+        "instruction",
+        "differences",
+        "entities",
+    )
+    output_schema = SCHEMA
+    key = "explanation_id"
+    offline_strategy = ExplanationsOffline
+    model_strategy = ExplanationsModel
+
+    def stage_config(self) -> dict[str, Any]:
+        return model_stage_config(self.cfg, TEMPLATES)
+
+    def validate(self, kind: str, text: str, entities: list[str]) -> list[str]:
+        """This stage's own checks of an explanation (both strategies): length, a concrete
+        entity, no leak of the hidden references."""
+        c = self.cfg
+        problems = []
+        n = len(text.split())
+        if n < c.min_words or n > c.max_words[kind]:
+            problems.append(f"{n} words, outside {c.min_words}–{c.max_words[kind]}")
+        if not mentioned(text, entities):
+            problems.append("mentions no concrete entity")
+        if leaks(text):
+            problems.append("refers to the hidden references")
+        return problems

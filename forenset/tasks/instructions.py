@@ -16,23 +16,26 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from pydantic import Field, model_validator
 
+from forenset.backends.llm.types import ChatRequest
 from forenset.schemas.instructions import SCHEMA
 from forenset.seeds import rng_for
-from forenset.tasks.base import ShardSpec, Stage, dumps
+from forenset.tasks.base import ShardSpec, dumps
 from forenset.tasks.modelcall import (
     ModelStageConfig,
     Outcome,
-    call_validated,
+    Validator,
     model_stage_config,
     request,
     set_usage,
 )
+from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
 from forenset.text.instructions import (
     INSERTION_KINDS,
     InstructionConfig,
@@ -173,7 +176,11 @@ def donor_pool(rows: list[dict[str, Any]], i: int) -> list[dict[str, Any]]:
     for j, o in enumerate(rows):
         if j == i:
             continue
-        for e in regions_of(o.get("entities")):
+        try:
+            regions = regions_of(o.get("entities"))
+        except (TypeError, ValueError):  # that photo's own row reports it; it gives no donor
+            continue
+        for e in regions:
             if DONOR_MIN_AREA < area(e["bbox"]) <= LOCAL_MAX_AREA:
                 out.append({"image_id": o["image_id"], "blob": o["blob"], **e})
     return out
@@ -224,89 +231,34 @@ def executable(
     return it
 
 
-class Instructions(Stage):
-    name = "instructions"
-    config_model = InstructionsConfig
-    version = "2"
-    inputs = ("captions",)
-    input_columns = ("image_id", "blob", "caption", "entities")
-    output_schema = SCHEMA
-    key = "instruction_id"
+class InstructionsOffline(OfflineStrategy):
+    """``offline_instructions`` over the caption's entity boxes, per photo, donors from the
+    shard's other photos."""
 
-    def stage_config(self) -> dict[str, Any]:
-        return model_stage_config(self.cfg, TEMPLATES)
+    stage: Instructions
+    timed = False  # rows keep their shape: edits carry elapsed_ms 0.0 (as model rows do)
 
-    def text_config(self, splice: bool = True) -> InstructionConfig:
-        """The text package's quotas from the stage config (kinds are weights; 0 = never)."""
-        c = self.cfg
-        kw = {k: float(c.kinds.get(k, 0.0)) for k in ALL_KINDS}
-        if not splice:
-            kw["splice"] = 0.0
-        return InstructionConfig(
-            n_min=c.min_edits, n_max=c.max_edits, family_weights=c.family_weights, kind_weights=kw
-        )
-
-    # -- rows ------------------------------------------------------------------
-    def _row(
-        self, row: dict[str, Any], idx: int, ins: dict[str, Any], seed: int, **trace: Any
-    ) -> dict[str, Any]:
-        return {
-            "instruction_id": f"{row['image_id']}-i{idx}",
-            "image_id": row["image_id"],
-            "blob": row["blob"],
-            "caption": row["caption"],
-            "idx": idx,
-            "text": ins["text"],
-            "family": ins["family"],
-            "kind": ins["kind"],
-            "target": ins["target"],
-            "location_hint": ins["location_hint"],
-            "bbox": [round(float(v), 4) for v in ins["bbox"]],
-            "change_bbox": [round(float(v), 4) for v in ins["change_bbox"]],
-            "expected_change": ins["expected_change"],
-            "difficulty": int(ins["difficulty"]),
-            "params": dumps(ins.get("params") or {}),
-            "seed": seed,
-            "stage_version": self.version,
-            "elapsed_ms": 0.0,
-            **trace,
-        }
-
-    def _error(self, row: dict[str, Any], message: str, **trace: Any) -> dict[str, Any]:
-        return {
-            "instruction_id": f"{row['image_id']}-i0",
-            "image_id": row["image_id"],
-            "blob": row.get("blob"),
-            "caption": row.get("caption"),
-            "status": "error",
-            "error": message,
-            "retryable": False,
-            "backend": "offline",
-            "stage_version": self.version,
-            **trace,
-        }
-
-    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
+    def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
         rows = batch.to_pylist()
-        if self.cfg.llm is not None:
-            return self.to_table(self._llm(rows))
         out: list[dict[str, Any]] = []
         for i, row in enumerate(rows):
-            out.extend(self._offline(row, donor_pool(rows, i)))
-        return self.to_table(out)
+            out.extend(self.isolated(row, partial(self.instructions, row, rows, i)))
+        return out
 
-    # -- offline ---------------------------------------------------------------
-    def _offline(self, row: dict[str, Any], donors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def instructions(
+        self, row: dict[str, Any], rows: list[dict[str, Any]], i: int
+    ) -> list[dict[str, Any]]:
         """Draw a set, keep the edits that pass ``validate_instruction``, top up from new draws
         (up to ``max_attempts``), then check the whole set with ``validate_instructions``."""
-        c = self.cfg
-        rng = rng_for(self.ctx.seed, self.name, row["image_id"])
+        c, stage = self.cfg, self.stage
+        donors = donor_pool(rows, i)
+        rng = rng_for(self.ctx.seed, stage.name, row["image_id"])
         caption = row["caption"] or ""
         regions = [
             {**r, "name": with_article(str(r["name"]))} for r in regions_of(row.get("entities"))
         ]
         names = [str(r["name"]) for r in regions]
-        tcfg = self.text_config(splice=bool(donors))
+        tcfg = stage.text_config(splice=bool(donors))
         kept: list[dict[str, Any]] = []
         problems: list[str] = []
         want = used = 0
@@ -314,7 +266,7 @@ class Instructions(Stage):
             used = attempt
             made = offline_instructions(caption, regions, rng, tcfg)
             if not made:
-                return [self._error(row, "no target region found in the caption entities")]
+                return [stage.set_error(row, "no target region found in the caption entities")]
             want = want or len(made)
             for m in made:
                 it = executable(m, rng, donors)
@@ -331,7 +283,7 @@ class Instructions(Stage):
         final = validate_instructions(kept, caption, tcfg, regions) if kept else ["no valid edit"]
         if final:
             return [
-                self._error(
+                stage.set_error(
                     row,
                     f"instruction set failed validation after {c.max_attempts} attempts: "
                     + "; ".join(final + problems[:3]),
@@ -340,7 +292,7 @@ class Instructions(Stage):
             ]
         seed = int(rng.integers(2**62))
         return [
-            self._row(
+            stage.edit_row(
                 row,
                 k,
                 {**it, "idx": k},
@@ -353,7 +305,16 @@ class Instructions(Stage):
             for k, it in enumerate(kept)
         ]
 
-    # -- model -----------------------------------------------------------------
+
+Ask = tuple[ChatRequest, Validator, list[dict[str, Any]], list[dict[str, Any]]]
+
+
+class InstructionsModel(ModelStrategy):
+    """Round 1: ``edit_instructions`` per photo, its targets grounded on the caption entities
+    (regenerated while one cannot be located); round 2: ``instruction_difficulty`` ratings."""
+
+    stage: Instructions
+
     def ground(
         self,
         items: list[dict[str, Any]],
@@ -422,76 +383,179 @@ class Instructions(Stage):
             out.append(it)
         return out, problems
 
-    def _llm(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        c = self.cfg
-        tcfg = self.text_config()
-        ctx: dict[str, tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    def ground_rng(self, image_id: str) -> np.random.Generator:
+        return rng_for(self.ctx.seed, self.stage.name, image_id, "ground")
+
+    def ask(self, rows: list[dict[str, Any]], i: int, tcfg: InstructionConfig) -> Ask:
+        """Photo ``i``'s request, its validator, its regions and its splice donors."""
+        row = rows[i]
+        regions, donors = regions_of(row.get("entities")), donor_pool(rows, i)
+        caption = row["caption"] or ""
+        req = request(
+            "instructions",
+            row["image_id"],
+            "edit_instructions",
+            self.cfg.prompts_dir,
+            response_model=EditInstructionSet,
+            **instruction_vars(caption, tcfg),
+        )
+
+        def check(reply: EditInstructionSet) -> list[str]:
+            got = [x.model_dump() for x in reply.instructions]
+            problems = validate_instructions(got, caption, tcfg, regions)
+            return problems + self.ground(got, regions, donors, self.ground_rng(row["image_id"]))[1]
+
+        return req, check, regions, donors
+
+    def grounded(
+        self,
+        row: dict[str, Any],
+        regions: list[dict[str, Any]],
+        donors: list[dict[str, Any]],
+        o: Outcome,
+    ) -> list[dict[str, Any]]:
+        got = [x.model_dump() for x in o.parsed().instructions]
+        return self.ground(got, regions, donors, self.ground_rng(row["image_id"]))[0]
+
+    def rating(
+        self, row: dict[str, Any], its: list[dict[str, Any]]
+    ) -> tuple[ChatRequest, Validator]:
+        """A photo's instruction_difficulty request; a failed rating keeps the set's own."""
+        req = request(
+            "instruction_difficulty",
+            row["image_id"],
+            "instruction_difficulty",
+            self.cfg.prompts_dir,
+            response_model=DifficultyRatings,
+            **difficulty_vars(row["caption"] or "", its),
+        )
+
+        def check(reply: DifficultyRatings, n: int = len(its)) -> list[str]:
+            got = sorted(r.index for r in reply.ratings)
+            return [] if got == list(range(n)) else [f"rate each index 0..{n - 1} once"]
+
+        return req, check
+
+    def edit_rows(
+        self, row: dict[str, Any], its: list[dict[str, Any]], o: Outcome, r: Outcome | None
+    ) -> list[dict[str, Any]]:
+        ratings = {x.index: x.difficulty for x in r.parsed().ratings} if r and r.ok else {}
+        seed = int(rng_for(self.ctx.seed, self.stage.name, row["image_id"]).integers(2**62))
+        rows = []
+        for k, it in enumerate(its):
+            if k in ratings:
+                it["difficulty"] = ratings[k]
+            rows.append(self.stage.edit_row(row, k, it, seed, **o.trace(), attempts=o.attempts))
+        set_usage(rows, [o] + ([r] if r else []))
+        return rows
+
+    def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
+        rows = batch.to_pylist()
+        tcfg = self.stage.text_config()
+        out: list[dict[str, Any]] = []
+        asks: dict[str, tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]] = {}
         items = []
         for i, row in enumerate(rows):
-            regions, donors = regions_of(row.get("entities")), donor_pool(rows, i)
-            ctx[row["image_id"]] = (row, regions, donors)
-            req = request(
-                "instructions",
-                row["image_id"],
-                "edit_instructions",
-                c.prompts_dir,
-                response_model=EditInstructionSet,
-                **instruction_vars(row["caption"] or "", tcfg),
-            )
-
-            def check(reply: EditInstructionSet, row=row, regions=regions, donors=donors):
-                got = [x.model_dump() for x in reply.instructions]
-                problems = validate_instructions(got, row["caption"] or "", tcfg, regions)
-                rng = rng_for(self.ctx.seed, self.name, row["image_id"], "ground")
-                return problems + self.ground(got, regions, donors, rng)[1]
-
-            items.append((req, check))
-        done = call_validated(self.ctx, self.name, c.llm, items, c.max_attempts)
+            made = self.prepare(row, out, partial(self.ask, rows, i, tcfg))
+            if made is not None:
+                req, check, regions, donors = made
+                asks[row["image_id"]] = (row, regions, donors)
+                items.append((req, check))
+        done = self.call(items)
         sets: dict[str, list[dict[str, Any]]] = {}
-        out: list[dict[str, Any]] = []
-        for image_id, (row, regions, donors) in ctx.items():
+        for image_id, (row, regions, donors) in asks.items():
             o = done[image_id]
             if not o.ok:
-                out.append({**self._error(row, ""), **o.trace(), "attempts": o.attempts})
+                out.append({**self.stage.set_error(row, ""), **o.trace(), "attempts": o.attempts})
                 continue
-            rng = rng_for(self.ctx.seed, self.name, image_id, "ground")
-            got = [x.model_dump() for x in o.parsed().instructions]
-            sets[image_id] = self.ground(got, regions, donors, rng)[0]
+            its = self.from_replies(row, o, out, partial(self.grounded, row, regions, donors, o))
+            if its is not None:
+                sets[image_id] = its
         rated: dict[str, Outcome] = {}
-        if c.rate_difficulty_with_llm and sets:
-            rated = self._rate(sets, {k: v[0] for k, v in ctx.items()})
+        if self.cfg.rate_difficulty_with_llm and sets:
+            ratings = []
+            for image_id, its in list(sets.items()):
+                row = asks[image_id][0]
+                made = self.from_replies(row, done[image_id], out, partial(self.rating, row, its))
+                if made is None:
+                    del sets[image_id]  # the photo is an error row in out
+                else:
+                    ratings.append(made)
+            rated = self.call(ratings)
         for image_id, its in sets.items():
-            o = done[image_id]
-            row = ctx[image_id][0]
-            r = rated.get(image_id)
-            ratings = {x.index: x.difficulty for x in r.parsed().ratings} if r and r.ok else {}
-            seed = int(rng_for(self.ctx.seed, self.name, image_id).integers(2**62))
-            for k, it in enumerate(its):
-                if k in ratings:
-                    it["difficulty"] = ratings[k]
-                out.append(self._row(row, k, it, seed, **o.trace(), attempts=o.attempts))
-            set_usage(out[-len(its) :], [o] + ([r] if r else []))
+            row, o, r = asks[image_id][0], done[image_id], rated.get(image_id)
+            used = [o] + ([r] if r else [])
+            out.extend(self.convert(row, used, partial(self.edit_rows, row, its, o, r)))
         return out
 
-    def _rate(
-        self, sets: dict[str, list[dict[str, Any]]], rows: dict[str, dict[str, Any]]
-    ) -> dict[str, Outcome]:
-        """instruction_difficulty replies per image; a failed rating keeps the set's own."""
+
+class Instructions(StrategyStage):
+    name = "instructions"
+    config_model = InstructionsConfig
+    version = "2"
+    inputs = ("captions",)
+    input_columns = ("image_id", "blob", "caption", "entities")
+    output_schema = SCHEMA
+    key = "instruction_id"
+    offline_strategy = InstructionsOffline
+    model_strategy = InstructionsModel
+
+    def stage_config(self) -> dict[str, Any]:
+        return model_stage_config(self.cfg, TEMPLATES)
+
+    def text_config(self, splice: bool = True) -> InstructionConfig:
+        """The text package's quotas from the stage config (kinds are weights; 0 = never)."""
         c = self.cfg
-        items = []
-        for image_id, its in sets.items():
-            req = request(
-                "instruction_difficulty",
-                image_id,
-                "instruction_difficulty",
-                c.prompts_dir,
-                response_model=DifficultyRatings,
-                **difficulty_vars(rows[image_id]["caption"] or "", its),
-            )
+        kw = {k: float(c.kinds.get(k, 0.0)) for k in ALL_KINDS}
+        if not splice:
+            kw["splice"] = 0.0
+        return InstructionConfig(
+            n_min=c.min_edits, n_max=c.max_edits, family_weights=c.family_weights, kind_weights=kw
+        )
 
-            def check(reply: DifficultyRatings, n=len(its)) -> list[str]:
-                got = sorted(r.index for r in reply.ratings)
-                return [] if got == list(range(n)) else [f"rate each index 0..{n - 1} once"]
+    # -- rows (both strategies) -----------------------------------------------------
+    def edit_row(
+        self, row: dict[str, Any], idx: int, ins: dict[str, Any], seed: int, **trace: Any
+    ) -> dict[str, Any]:
+        """One edit of a photo's set."""
+        return {
+            "instruction_id": f"{row['image_id']}-i{idx}",
+            "image_id": row["image_id"],
+            "blob": row["blob"],
+            "caption": row["caption"],
+            "idx": idx,
+            "text": ins["text"],
+            "family": ins["family"],
+            "kind": ins["kind"],
+            "target": ins["target"],
+            "location_hint": ins["location_hint"],
+            "bbox": [round(float(v), 4) for v in ins["bbox"]],
+            "change_bbox": [round(float(v), 4) for v in ins["change_bbox"]],
+            "expected_change": ins["expected_change"],
+            "difficulty": int(ins["difficulty"]),
+            "params": dumps(ins.get("params") or {}),
+            "seed": seed,
+            "stage_version": self.version,
+            "elapsed_ms": 0.0,
+            **trace,
+        }
 
-            items.append((req, check))
-        return call_validated(self.ctx, self.name, c.llm, items, c.max_attempts)
+    def set_error(self, row: dict[str, Any], message: str, **trace: Any) -> dict[str, Any]:
+        """A photo whose set failed: one error row, keyed as its first edit."""
+        return {
+            "instruction_id": f"{row['image_id']}-i0",
+            "image_id": row["image_id"],
+            "blob": row.get("blob"),
+            "caption": row.get("caption"),
+            "status": "error",
+            "error": message,
+            "retryable": False,
+            "backend": "offline",
+            "stage_version": self.version,
+            **trace,
+        }
+
+    def error_row(self, row: dict[str, Any], message: str, retryable: bool) -> dict[str, Any]:
+        """An unexpected failure of a photo, keyed as its first edit like ``set_error``."""
+        out = super().error_row(row, message, retryable)
+        return {**out, "instruction_id": f"{row['image_id']}-i0"}

@@ -11,16 +11,21 @@ pool model, ``with_rule_judge`` keeps the rule judge's row as one more judge.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 from pydantic import Field
 
 from forenset.backends.llm import LLMSettings
+from forenset.backends.llm.types import ChatRequest
 from forenset.backends.rule_judge import RULE_VERSION, judge
 from forenset.schemas.judgments import CARRY, SCHEMA
-from forenset.tasks.base import RowStage, ShardSpec
-from forenset.tasks.modelcall import ModelStageConfig, call_validated, model_stage_config, request
+from forenset.tasks.base import ShardSpec
+from forenset.tasks.modelcall import ModelStageConfig, Outcome, model_stage_config, request
+from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
 from forenset.text.checks import validate_judgment
 from forenset.text.models import AlignmentJudgment
 
@@ -60,20 +65,12 @@ def evidence(differences_json: str | None, grounding_json: str | None) -> dict[s
     return {"differences": listed, "unlisted_pixel_changes": g.get("missed") or []}
 
 
-class Judgments(RowStage):
-    name = "judgments"
-    config_model = JudgmentsConfig
-    version = "3"
-    inputs = ("diffs",)
-    input_columns = CARRY + ("grounding",)
-    output_schema = SCHEMA
-    key = "candidate_id"
-    partition_by = ("generator",)
+class JudgmentsOffline(OfflineStrategy):
+    """The rule judge, row by row."""
 
-    def stage_config(self) -> dict[str, Any]:
-        return model_stage_config(self.cfg, TEMPLATES)
+    stage: Judgments
 
-    def process_row(self, row: dict[str, Any], shard: ShardSpec | None):
+    def process_row(self, row: dict[str, Any], shard: ShardSpec | None) -> Iterable[dict[str, Any]]:
         c = self.cfg
         v = judge(
             json.loads(row["instruction"]),
@@ -90,48 +87,76 @@ class Judgments(RowStage):
             "model": RULE_VERSION,
         }
 
+
+class JudgmentsModel(ModelStrategy):
+    """One text judge per candidate (or every pool model: ``panel``), plus the rule judge's row
+    when ``with_rule_judge``; one round of calls per judge."""
+
+    stage: Judgments
+
     def panels(self, settings: LLMSettings) -> list[tuple[str, LLMSettings]]:
         """(item-id suffix, settings) per judge call: the pool as drawn, or one per model."""
         if not self.cfg.panel:
             return [("", settings)]
         return [(f"|{s.label}", settings.model_copy(update={"pool": [s]})) for s in settings.pool]
 
-    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
+    def request(self, row: dict[str, Any]) -> ChatRequest:
+        ins = json.loads(row["instruction"] or "{}")
+        return request(
+            "judgments",
+            row["candidate_id"],
+            "alignment_judge",
+            self.cfg.prompts_dir,
+            response_model=AlignmentJudgment,
+            instruction=ins.get("text", ""),
+            family=ins.get("family", row.get("family") or ""),
+            kind=ins.get("kind", row.get("kind") or ""),
+            target=ins.get("target", ""),
+            expected_change=ins.get("expected_change", ""),
+            differences=evidence(row.get("differences"), row.get("grounding")),
+        )
+
+    def record(self, row: dict[str, Any], o: Outcome) -> dict[str, Any]:
+        rec: dict[str, Any] = {**{k: row[k] for k in CARRY}, **o.trace()}
+        rec["judge"] = f"{o.result.backend}/{o.result.model}"
+        rec["rule_version"] = o.result.prompt_id
+        if o.ok:
+            rec.update(o.parsed().model_dump())
+        return rec
+
+    def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
         c = self.cfg
-        if c.llm is None:
-            return super().process(batch, shard)
-        rows = batch.to_pylist()
         out: list[dict[str, Any]] = []
         if c.with_rule_judge:
-            out.extend(super().process(batch, shard).to_pylist())
+            out.extend(JudgmentsOffline(self.stage).run(batch, shard))
+        asks: dict[str, tuple[dict[str, Any], ChatRequest]] = {}
+        for row in batch.to_pylist():
+            req = self.prepare(row, out, partial(self.request, row))
+            if req is not None:
+                asks[row["candidate_id"]] = (row, req)
         for suffix, settings in self.panels(c.llm):
-            items, by_id = [], {}
-            for row in rows:
-                ins = json.loads(row["instruction"] or "{}")
-                item_id = row["candidate_id"] + suffix
-                req = request(
-                    "judgments",
-                    item_id,
-                    "alignment_judge",
-                    c.prompts_dir,
-                    response_model=AlignmentJudgment,
-                    instruction=ins.get("text", ""),
-                    family=ins.get("family", row.get("family") or ""),
-                    kind=ins.get("kind", row.get("kind") or ""),
-                    target=ins.get("target", ""),
-                    expected_change=ins.get("expected_change", ""),
-                    differences=evidence(row.get("differences"), row.get("grounding")),
-                )
-                items.append((req, validate_judgment))
-                by_id[item_id] = row
-            done = call_validated(self.ctx, self.name, settings, items, c.max_attempts)
-            for item_id, row in by_id.items():
-                o = done[item_id]
-                rec: dict[str, Any] = {**{k: row[k] for k in CARRY}, **o.trace()}
-                rec["judge"] = f"{o.result.backend}/{o.result.model}"
-                rec["rule_version"] = o.result.prompt_id
-                if o.ok:
-                    rec.update(o.parsed().model_dump())
-                rec["stage_version"] = self.version
-                out.append(rec)
-        return self.to_table(out)
+            items = [
+                (replace(req, item_id=cid + suffix), validate_judgment)
+                for cid, (_, req) in asks.items()
+            ]
+            done = self.call(items, settings)
+            for cid, (row, _) in asks.items():
+                o = done[cid + suffix]
+                out.extend(self.convert(row, o, partial(self.record, row, o)))
+        return out
+
+
+class Judgments(StrategyStage):
+    name = "judgments"
+    config_model = JudgmentsConfig
+    version = "3"
+    inputs = ("diffs",)
+    input_columns = CARRY + ("grounding",)
+    output_schema = SCHEMA
+    key = "candidate_id"
+    partition_by = ("generator",)
+    offline_strategy = JudgmentsOffline
+    model_strategy = JudgmentsModel
+
+    def stage_config(self) -> dict[str, Any]:
+        return model_stage_config(self.cfg, TEMPLATES)

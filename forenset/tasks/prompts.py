@@ -10,17 +10,19 @@ pool: the ``prompt_5w1h`` template, regenerated with the validator's reasons.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 from pydantic import Field
 
-from forenset.backends.llm.types import LLMSettings
+from forenset.backends.llm.types import ChatRequest, LLMSettings
 from forenset.confbase import Strict, operational
 from forenset.schemas.prompts import SCHEMA
 from forenset.seeds import rng_for
-from forenset.tasks.base import ShardSpec, Stage
-from forenset.tasks.modelcall import Outcome, call_validated, model_stage_config, request
+from forenset.tasks.base import ShardSpec
+from forenset.tasks.modelcall import Outcome, Validator, model_stage_config, request
+from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
 from forenset.text.models import FiveW1HPrompt
 from forenset.text.safety_prompts import (
     PromptRecord,
@@ -53,7 +55,87 @@ def record_row(rec: PromptRecord) -> dict[str, Any]:
     return d
 
 
-class Prompts(Stage):
+def scenario_of(row: dict[str, Any]) -> tuple[Scenario, dict[str, Any]]:
+    """An input row's scenario, and the row with its media form and content (which a failed
+    prompt's error row shows)."""
+    sc = Scenario.model_validate_json(row["scenario"])
+    return sc, {**row, "media_form": sc.media_form, "content": sc.content}
+
+
+class PromptsOffline(OfflineStrategy):
+    """The template constructor ``build_prompt``, rebuilt while validation fails."""
+
+    stage: Prompts
+    timed = False  # rows keep their shape (no per-row timing)
+
+    def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for row in batch.to_pylist():
+            out.extend(self.isolated(row, partial(self.prompt, row)))
+        return self.stage.deduped(out)
+
+    def prompt(self, row: dict[str, Any]) -> dict[str, Any]:
+        c, stage = self.cfg, self.stage
+        sc = Scenario.model_validate_json(row["scenario"])
+        cat = get_category(sc.category)
+        rng = rng_for(self.ctx.seed, stage.name, sc.scenario_id)
+        problems: list[str] = []
+        for _ in range(c.max_attempts):
+            rec = build_prompt(sc, rng, cat)
+            problems = validate_prompt_record(rec, cat)
+            if not problems:
+                return {
+                    **record_row(rec),
+                    "status": "ok",
+                    "backend": "offline",
+                    "model": rec.builder,
+                }
+        return stage.failed(
+            sc, f"prompt failed validation after {c.max_attempts} attempts: {'; '.join(problems)}"
+        )
+
+
+class PromptsModel(ModelStrategy):
+    """The ``prompt_5w1h`` template per scenario, regenerated with the validator's reasons."""
+
+    stage: Prompts
+
+    def ask(self, row: dict[str, Any]) -> tuple[Scenario, dict[str, Any], ChatRequest, Validator]:
+        sc, keyed = scenario_of(row)
+        req = request(
+            "prompts",
+            sc.scenario_id,
+            "prompt_5w1h",
+            self.cfg.prompts_dir,
+            response_model=FiveW1HPrompt,
+            **prompt_5w1h_vars(sc, get_category(sc.category)),
+        )
+
+        def check(reply: FiveW1HPrompt) -> list[str]:
+            return record_from_llm(sc, reply, req.prompt_id, req.prompt_hash)[1]
+
+        return sc, keyed, req, check
+
+    def record(self, sc: Scenario, o: Outcome) -> dict[str, Any]:
+        if not o.ok:
+            return self.stage.failed(sc, "", **o.trace())
+        rec, _ = record_from_llm(sc, o.parsed(), o.result.prompt_id, o.result.prompt_hash)
+        return {**record_row(rec), **o.trace()}
+
+    def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        asks: dict[str, tuple[Scenario, dict[str, Any], ChatRequest, Validator]] = {}
+        for row in batch.to_pylist():
+            made = self.prepare(row, out, partial(self.ask, row))
+            if made is not None:
+                asks[made[0].scenario_id] = made
+        done = self.call([(req, check) for _, _, req, check in asks.values()])
+        for sid, (sc, keyed, _, _) in asks.items():
+            out.extend(self.convert(keyed, done[sid], partial(self.record, sc, done[sid])))
+        return self.stage.deduped(out)
+
+
+class Prompts(StrategyStage):
     name = "prompts"
     config_model = PromptsConfig
     version = "1"
@@ -61,6 +143,8 @@ class Prompts(Stage):
     input_columns = ("scenario_id", "category", "scenario")
     output_schema = SCHEMA
     key = "prompt_uid"
+    offline_strategy = PromptsOffline
+    model_strategy = PromptsModel
 
     def stage_config(self) -> dict[str, Any]:
         return {
@@ -68,38 +152,14 @@ class Prompts(Stage):
             "taxonomy": taxonomy_hash(),
         }
 
-    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        c = self.cfg
-        scenarios = [Scenario.model_validate_json(r["scenario"]) for r in batch.to_pylist()]
-        if c.llm is None:
-            built = [self._offline(sc) for sc in scenarios]
-        else:
-            built = self._llm(scenarios)
-        ok = [(rec, tr) for rec, tr in built if rec is not None]
-        kept = {id(r) for r in dedupe([rec for rec, _ in ok], c.dedupe_threshold)}
-        out = []
-        for rec, tr in built:
-            if rec is None:
-                out.append(tr)
-            elif id(rec) in kept:
-                out.append({**record_row(rec), **tr, "stage_version": self.version})
-        return self.to_table(out)
+    def deduped(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Keep-first Jaccard dedupe over the ok prompts (both strategies); error rows stay."""
+        ok = [r for r in rows if r["status"] == "ok"]
+        kept = {id(r) for r in dedupe(ok, self.cfg.dedupe_threshold, key=lambda r: r["prompt"])}
+        return [r for r in rows if r["status"] != "ok" or id(r) in kept]
 
-    def _offline(self, sc: Scenario) -> tuple[PromptRecord | None, dict[str, Any]]:
-        c = self.cfg
-        cat = get_category(sc.category)
-        rng = rng_for(self.ctx.seed, self.name, sc.scenario_id)
-        problems: list[str] = []
-        for _ in range(c.max_attempts):
-            rec = build_prompt(sc, rng, cat)
-            problems = validate_prompt_record(rec, cat)
-            if not problems:
-                return rec, {"status": "ok", "backend": "offline", "model": rec.builder}
-        return None, self._error(
-            sc, f"prompt failed validation after {c.max_attempts} attempts: {'; '.join(problems)}"
-        )
-
-    def _error(self, sc: Scenario, message: str, **trace: Any) -> dict[str, Any]:
+    def failed(self, sc: Scenario, message: str, **trace: Any) -> dict[str, Any]:
+        """A scenario whose prompt failed validation (both strategies)."""
         return {
             "prompt_uid": f"{sc.scenario_id}-error",
             "scenario_id": sc.scenario_id,
@@ -114,31 +174,7 @@ class Prompts(Stage):
             **trace,
         }
 
-    def _llm(self, scenarios: list[Scenario]) -> list[tuple[PromptRecord | None, dict[str, Any]]]:
-        c = self.cfg
-        items = []
-        for sc in scenarios:
-            cat = get_category(sc.category)
-            req = request(
-                "prompts",
-                sc.scenario_id,
-                "prompt_5w1h",
-                c.prompts_dir,
-                response_model=FiveW1HPrompt,
-                **prompt_5w1h_vars(sc, cat),
-            )
-
-            def check(reply: FiveW1HPrompt, sc=sc, req=req) -> list[str]:
-                return record_from_llm(sc, reply, req.prompt_id, req.prompt_hash)[1]
-
-            items.append((req, check))
-        done = call_validated(self.ctx, self.name, c.llm, items, c.max_attempts)
-        out: list[tuple[PromptRecord | None, dict[str, Any]]] = []
-        for sc in scenarios:
-            o: Outcome = done[sc.scenario_id]
-            if not o.ok:
-                out.append((None, self._error(sc, "", **o.trace())))
-                continue
-            rec, _ = record_from_llm(sc, o.parsed(), o.result.prompt_id, o.result.prompt_hash)
-            out.append((rec, o.trace()))
-        return out
+    def error_row(self, row: dict[str, Any], message: str, retryable: bool) -> dict[str, Any]:
+        """An unexpected failure of a scenario, keyed '<scenario_id>-error' like ``failed``."""
+        out = super().error_row(row, message, retryable)
+        return {**out, "prompt_uid": f"{row['scenario_id']}-error"}

@@ -10,17 +10,19 @@ request is regenerated (with the reasons) while fewer than ``per_category`` rema
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 from pydantic import Field
 
-from forenset.backends.llm.types import LLMSettings
+from forenset.backends.llm.types import ChatRequest, LLMSettings
 from forenset.confbase import Strict, operational
 from forenset.schemas.scenarios import SCHEMA
 from forenset.seeds import rng_for
-from forenset.tasks.base import ShardSpec, Stage
-from forenset.tasks.modelcall import call_validated, model_stage_config, request, set_usage
+from forenset.tasks.base import ShardSpec
+from forenset.tasks.modelcall import Outcome, Validator, model_stage_config, request, set_usage
+from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
 from forenset.text.models import ScenarioExpansion
 from forenset.text.safety_prompts import scenario_expansion_vars, scenarios_from_llm
 from forenset.text.taxonomy import (
@@ -75,13 +77,86 @@ def scenario_row(sc: Scenario, cat: Category) -> dict[str, Any]:
     }
 
 
-class Scenarios(Stage):
+class ScenariosOffline(OfflineStrategy):
+    """``sample_scenarios``: every compatible content x media-form pair once before repeats."""
+
+    stage: Scenarios
+    timed = False  # one item per shard: the category
+
+    def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
+        assert shard is not None, "scenarios are planned per category"
+        item = {"category": shard.params["category"]}
+        return self.isolated(item, partial(self.sample, item["category"]))
+
+    def sample(self, category: str) -> list[dict[str, Any]]:
+        c, cat = self.cfg, get_category(category)
+        rng = rng_for(self.ctx.seed, self.stage.name, cat.id)
+        scs = unique_ids(sample_scenarios(cat, rng, c.per_category))
+        return [
+            {**scenario_row(s, cat), "status": "ok", "backend": "offline", "model": "taxonomy"}
+            for s in scs
+        ]
+
+
+class ScenariosModel(ModelStrategy):
+    """One ``scenario_expansion`` request for the category, regenerated (with the reasons)
+    while fewer than ``per_category`` usable proposals remain."""
+
+    stage: Scenarios
+
+    def ask(self, category: str) -> tuple[Category, ChatRequest, Validator]:
+        c, cat = self.cfg, get_category(category)
+        req = request(
+            "scenarios",
+            cat.id,
+            "scenario_expansion",
+            c.prompts_dir,
+            response_model=ScenarioExpansion,
+            **scenario_expansion_vars(cat, c.per_category),
+        )
+
+        def check(reply: ScenarioExpansion) -> list[str]:
+            got, failures = scenarios_from_llm(cat, reply)
+            if len({s.scenario_id for s in got}) >= c.per_category:
+                return []
+            return failures + [f"only {len(got)} usable scenarios, {c.per_category} asked"]
+
+        return cat, req, check
+
+    def scenarios(self, cat: Category, o: Outcome) -> list[dict[str, Any]]:
+        failed = [{"scenario_id": f"{cat.id}-error", "category": cat.id, **o.trace()}]
+        if not o.result.ok:
+            return failed
+        # Fewer usable proposals than asked after the last attempt: keep the usable ones.
+        scs = unique_ids(scenarios_from_llm(cat, o.parsed())[0])[: self.cfg.per_category]
+        if not scs:
+            return failed
+        trace = {**o.trace(), "status": "ok", "error": None, "retryable": False}
+        out = [{**scenario_row(s, cat), **trace} for s in scs]
+        set_usage(out, [o])
+        return out
+
+    def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
+        assert shard is not None, "scenarios are planned per category"
+        item = {"category": shard.params["category"]}
+        out: list[dict[str, Any]] = []
+        made = self.prepare(item, out, partial(self.ask, item["category"]))
+        if made is None:
+            return out
+        cat, req, check = made
+        o = self.call([(req, check)])[cat.id]
+        return self.convert(item, o, partial(self.scenarios, cat, o))
+
+
+class Scenarios(StrategyStage):
     name = "scenarios"
     config_model = ScenariosConfig
     version = "1"
     inputs = ()
     output_schema = SCHEMA
     key = "scenario_id"
+    offline_strategy = ScenariosOffline
+    model_strategy = ScenariosModel
 
     def stage_config(self) -> dict[str, Any]:
         return {
@@ -100,59 +175,7 @@ class Scenarios(Stage):
     def read_inputs(self, shard: ShardSpec) -> pa.Table:
         return pa.table({})
 
-    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        assert shard is not None, "scenarios are planned per category"
-        c = self.cfg
-        cat = get_category(shard.params["category"])
-        if c.llm is None:
-            rng = rng_for(self.ctx.seed, self.name, cat.id)
-            scs = unique_ids(sample_scenarios(cat, rng, c.per_category))
-            rows = [
-                {**scenario_row(s, cat), "status": "ok", "backend": "offline", "model": "taxonomy"}
-                for s in scs
-            ]
-            return self.to_table([{**r, "stage_version": self.version} for r in rows])
-        req = request(
-            "scenarios",
-            cat.id,
-            "scenario_expansion",
-            c.prompts_dir,
-            response_model=ScenarioExpansion,
-            **scenario_expansion_vars(cat, c.per_category),
-        )
-
-        def check(reply: ScenarioExpansion) -> list[str]:
-            got, failures = scenarios_from_llm(cat, reply)
-            if len({s.scenario_id for s in got}) >= c.per_category:
-                return []
-            return failures + [f"only {len(got)} usable scenarios, {c.per_category} asked"]
-
-        o = call_validated(self.ctx, self.name, c.llm, [(req, check)], c.max_attempts)[cat.id]
-        if not o.result.ok:
-            return self.to_table(
-                [
-                    {
-                        "scenario_id": f"{cat.id}-error",
-                        "category": cat.id,
-                        **o.trace(),
-                        "stage_version": self.version,
-                    }
-                ]
-            )
-        # Fewer usable proposals than asked after the last attempt: keep the usable ones.
-        scs = unique_ids(scenarios_from_llm(cat, o.parsed())[0])[: c.per_category]
-        if not scs:
-            return self.to_table(
-                [
-                    {
-                        "scenario_id": f"{cat.id}-error",
-                        "category": cat.id,
-                        **o.trace(),
-                        "stage_version": self.version,
-                    }
-                ]
-            )
-        trace = {**o.trace(), "status": "ok", "error": None, "retryable": False}
-        out = [{**scenario_row(s, cat), **trace, "stage_version": self.version} for s in scs]
-        set_usage(out, [o])
-        return self.to_table(out)
+    def error_row(self, row: dict[str, Any], message: str, retryable: bool) -> dict[str, Any]:
+        """A category that failed: one row keyed '<category>-error'."""
+        out = super().error_row(row, message, retryable)
+        return {**out, "scenario_id": f"{row['category']}-error"}
