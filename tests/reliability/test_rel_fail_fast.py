@@ -33,7 +33,9 @@ def broken_config(tmp_path):
 
 def test_missing_model_path_stops_the_scheduler(tmp_path):
     d = broken_config(tmp_path)
-    with pytest.raises(BuildFailed, match=r"stage candidates: generator sd-missing: .*models/ip2p.*does not exist"):
+    with pytest.raises(
+        BuildFailed, match=r"stage candidates: generator sd-missing: .*models/ip2p.*does not exist"
+    ):
         _, stats, executed = run_local(validate_config(d))
     state = json.loads((tmp_path / "run" / "state.json").read_text())
     assert state["status"] == "failed"
@@ -54,6 +56,8 @@ def test_cli_says_one_sentence_and_exits_non_zero(tmp_path):
     )
     assert p.returncode == 1, p.stderr[-2000:]
     err = " ".join(p.stderr.split())
-    assert "build stopped: stage candidates: generator sd-missing:" in err and "does not exist" in err, err
+    assert (
+        "build stopped: stage candidates: generator sd-missing:" in err and "does not exist" in err
+    ), err
     assert "Traceback" not in p.stderr
     assert "Export:" not in p.stdout  # no "complete" build with an empty dataset
