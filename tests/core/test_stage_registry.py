@@ -48,8 +48,8 @@ def check_stage_contract(s, readme: str, sections: set[str]) -> None:
     names = s.output_schema.names
     assert s.key in names, s.name
     assert all(t in names for t in TRACE_NAMES), f"{s.name} lacks trace columns"
-    assert s.config_model is not None, f"stage {s.name} has no config model"
-    assert s.config_section() in sections, s.name
+    # a stage owns its section, or reads the section a stage of its family owns (config_key)
+    assert s.config_section() in sections, f"stage {s.name} has no config section"
     for up in s.inputs:
         written = stage_class(up).output_schema.names
         missing = [c for c in s.columns_of(up) if c not in written]
