@@ -219,6 +219,10 @@ class ExplanationPair:
 
 
 # -- the model evaluator (an llm: pool) ---------------------------------------------------
+def _empty(g: ExtractedExplanation) -> bool:
+    return not g.diagnostic_entities and not g.evidence_claims
+
+
 def _schema(model: type[BaseModel]) -> str:
     return json.dumps(model.model_json_schema(), sort_keys=True)
 
@@ -304,6 +308,9 @@ class ModelEntityEvidenceEvaluator:
         """Scores in input order; a pair whose calls fail gets null scores with the error."""
         from forenset.backends.llm.pool import choose_model
 
+        ids = [p.item_id for p in pairs]
+        if len(set(ids)) != len(ids):
+            raise ValueError("pair item_ids must be unique: requests and scores are keyed by them")
         groups: dict[int, list[int]] = {}
         specs = [
             choose_model(self.settings.pool, self.build_seed, self.stage, p.item_id) for p in pairs
@@ -354,29 +361,34 @@ class ModelEntityEvidenceEvaluator:
             gp, gr = rp.parsed, rr.parsed
             assert isinstance(gp, ExtractedExplanation) and isinstance(gr, ExtractedExplanation)
             structures[j] = (gp, gr)
-            cover_reqs.append(
-                coverage_request(f"{p.item_id}#cover-precision", gp, p.reference, prompts_root=root)
-            )
-            cover_reqs.append(
-                coverage_request(f"{p.item_id}#cover-recall", gr, p.prediction, prompts_root=root)
-            )
-        cover = iter(self._run(cover_reqs, settings))
+            for tag, source, target in (
+                ("precision", gp, p.reference),
+                ("recall", gr, p.prediction),
+            ):
+                if _empty(source):  # nothing to judge: no call, coverage 0 by combine's rule
+                    continue
+                cover_reqs.append(
+                    coverage_request(f"{p.item_id}#cover-{tag}", source, target, prompts_root=root)
+                )
+        done = dict(
+            zip((r.item_id for r in cover_reqs), self._run(cover_reqs, settings), strict=True)
+        )
         for j, (gp, gr) in structures.items():
-            cp, cr = next(cover), next(cover)
-            bad = next((r for r in (cp, cr) if not r.ok), None)
+            pid = pairs[j].item_id
+            cp, cr = done.get(f"{pid}#cover-precision"), done.get(f"{pid}#cover-recall")
+            bad = next((r for r in (cp, cr) if r is not None and not r.ok), None)
             if bad is not None:
                 results[j] = failed(
-                    pairs[j].item_id,
+                    pid,
                     f"coverage judgment failed: {bad.error}",
                     model=bad.model or spec.model,
                     backend=bad.backend or spec.backend,
                 )
                 continue
-            assert isinstance(cp.parsed, CoverageJudgment)
-            assert isinstance(cr.parsed, CoverageJudgment)
-            results[j] = combine(
-                pairs[j].item_id, gp, gr, cp.parsed, cr.parsed, model=cp.model, backend=cp.backend
-            )
+            jp = CoverageJudgment() if cp is None else cp.parsed
+            jr = CoverageJudgment() if cr is None else cr.parsed
+            assert isinstance(jp, CoverageJudgment) and isinstance(jr, CoverageJudgment)
+            results[j] = combine(pid, gp, gr, jp, jr, model=spec.model, backend=spec.backend)
         return results  # type: ignore[return-value]
 
 
