@@ -20,7 +20,7 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 def tiny_tokenizer() -> BertTokenizerFast:
     vocab = {t: i for i, t in enumerate([*SPECIALS, *WORDS, *(f"##{c}" for c in "sdy")])}
-    return BertTokenizerFast(vocab=vocab, do_lower_case=True)
+    return BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=64)
 
 
 def _config(tok: BertTokenizerFast, **kw) -> BertConfig:
