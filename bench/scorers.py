@@ -68,6 +68,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
 
+    from forenset.backends.scorers import phrase_match
     from forenset.backends.scorers.bertscore import BertScorer
     from forenset.backends.scorers.entity_evidence import (
         ExplanationPair,
@@ -91,7 +92,11 @@ def main() -> None:
 
         results: dict[str, list] = {}
         methods: dict[str, Callable[[], list]] = {
-            "offline entity/evidence": lambda: offline.evaluate(pairs),
+            # a cold extraction cache each round: repeated rounds must not score from memory
+            "offline entity/evidence": lambda: (
+                phrase_match.extract.cache_clear(),
+                offline.evaluate(pairs),
+            )[1],
             f"BERTScore batched ({args.batch})": lambda: batched.score(preds, refs),
             "BERTScore one by one": lambda: [
                 single.score([p], [r])[0] for p, r in zip(preds, refs, strict=True)

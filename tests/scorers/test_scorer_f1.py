@@ -94,3 +94,16 @@ def test_grouped_by_column_tuple_and_function():
     assert {k: v.n for k, v in by_fn.items()} == {False: 3, True: 2}
     row = by_split["ID"].row()
     assert row["f1"] == by_split["ID"].f1.value and row["n_unparsed"] == 1
+
+
+def test_light_scorers_load_neither_torch_nor_the_sdks():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, forenset.backends.scorers as s; s.detection_scores; "
+        "s.OfflineEntityEvidenceEvaluator; s.ModelEntityEvidenceEvaluator; "
+        "print(sorted(m for m in ('torch', 'transformers', 'openai') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

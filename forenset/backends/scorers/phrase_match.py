@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from forenset.text.lexicon import MODIFIERS, STOPWORDS, lemma, tokens
 
@@ -155,8 +156,9 @@ def clauses(text: str) -> list[str]:
     return [c.strip() for c in _CLAUSE.split(text) if c and c.strip()]
 
 
+@lru_cache(maxsize=4096)  # a target is re-read for every claim judged against it
 def extract(text: str) -> Extraction:
-    """Diagnostic entities and entity-linked evidence claims of one explanation."""
+    """Diagnostic entities and entity-linked evidence claims of one explanation (immutable)."""
     entities: list[Entity] = []
     index: dict[tuple[str, ...], int] = {}
     claims: list[Claim] = []
