@@ -1,0 +1,44 @@
+"""Loading a transformers model from a local folder, for the model-based scorers.
+
+Scorers never download: a model is named by a local path (CI and clusters have no hub access,
+and a path pins exactly which weights computed a number). A path that is not a folder is a
+``ConfigurationError`` (every row would fail the same way), not a row error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from forenset.errors import ConfigurationError
+
+
+def local_model_dir(path: str | Path, what: str) -> Path:
+    """The folder of a locally saved model, or a ConfigurationError naming ``what``."""
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        raise ConfigurationError(f"{what} model path {str(path)!r} is not a local folder")
+    if not (p / "config.json").is_file():
+        raise ConfigurationError(f"{what} model folder {str(path)!r} has no config.json")
+    return p
+
+
+def load_tokenizer(path: Path, what: str) -> Any:
+    """AutoTokenizer from a local folder only (``local_files_only=True``)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"{what} tokenizer in {str(path)!r} cannot load: {exc}") from exc
+
+
+def max_tokens(tokenizer: Any, model: Any) -> int:
+    """Longest input both the tokenizer and the position embeddings accept."""
+    limit = int(getattr(tokenizer, "model_max_length", 512) or 512)
+    pos = getattr(model.config, "max_position_embeddings", None)
+    if isinstance(pos, int) and pos > 0:
+        # RoBERTa-style models reserve padding_idx + 1 positions: 514 -> 512 usable.
+        offset = 2 if getattr(model.config, "model_type", "") in {"roberta", "xlm-roberta"} else 0
+        limit = min(limit, pos - offset)
+    return max(limit, 2)
