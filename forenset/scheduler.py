@@ -174,6 +174,9 @@ class Scheduler:
         # barrier=True holds a stage's children until the whole stage is done (for comparison only)
         self.barrier = barrier
         self.held: dict[str, list[ShardInfo]] = defaultdict(list)
+        # gathering stages wait here for every shard of their inputs (see Stage.gather)
+        self.gathered: dict[str, list[ShardInfo]] = defaultdict(list)
+        self.gather_waiting = {n for n, s in self.stages.items() if s.gather}
         self.ancestors = {n: self._ancestors(n) for n in self.stages}
         # Upstream stages first (every shard is persisted, so waiting work costs no memory): the
         # stages feeding an expensive runner (a GPU pool) are served early, and downstream queues
@@ -229,8 +232,41 @@ class Scheduler:
 
     def plan_children(self, stage: str, info: ShardInfo) -> None:
         for child in self.children[stage]:
+            if child.gather:
+                self.gathered[child.name].append(info)
+                continue
             for s in child.plan(info):
                 self.offer(s)
+
+    def release_gathers(self) -> None:
+        """Plan each gathering stage once none of its ancestors has work left. If an ancestor
+        had failed shards its input is incomplete: it is not planned, and says why."""
+        for name in sorted(self.gather_waiting, key=lambda n: len(self.ancestors[n])):
+            if self.ancestors[name] & (self._busy_stages() | self.gather_waiting):
+                continue
+            self.gather_waiting.discard(name)
+            failed = sorted(a for a in self.ancestors[name] if self.stats[a].failed)
+            if failed:
+                self.failed_unplanned(
+                    name, f"not planned: input stage(s) {', '.join(failed)} failed"
+                )
+                continue
+            infos = sorted(self.gathered.pop(name, []), key=lambda i: (i.stage, i.path))
+            for spec in self.stages[name].plan_gathered(infos):
+                self.offer(spec)
+
+    def failed_unplanned(self, name: str, why: str) -> None:
+        st = self.stats[name]
+        st.failed += 1
+        st.failures.append(f"{name}: {why}")
+        self.on_event("failed", name, st)
+
+    def _busy_stages(self) -> set[str]:
+        return (
+            {t.stage for t in self.inflight.values()}
+            | {n for n, q in self.queued.items() if q}
+            | {n for n, h in self.held.items() if h}
+        )
 
     def release_barriers(self) -> None:
         busy = {t.stage for t in self.inflight.values()} | {n for n, q in self.queued.items() if q}
@@ -277,7 +313,7 @@ class Scheduler:
     def _pending(self) -> bool:
         if self.stop.is_set():
             return bool(self.inflight)  # running tasks finish and commit; nothing new starts
-        return bool(self.inflight or self.held or any(self.queued.values()))
+        return bool(self.inflight or self.held or self.gather_waiting or any(self.queued.values()))
 
     def run(self) -> dict[str, StageStats]:
         self.write_state("running")
@@ -289,6 +325,9 @@ class Scheduler:
         while self._pending():
             if self.barrier:
                 self.release_barriers()
+            if self.gather_waiting:
+                self.release_gathers()
+            if self.barrier or self.gather_waiting or not self.inflight:
                 self.dispatch_queued()
                 if not self.inflight:
                     continue

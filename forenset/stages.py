@@ -35,6 +35,8 @@ BUILTIN: dict[str, str] = {
     "splits": "forenset.tasks.splits:Splits",
     "perturbations": "forenset.tasks.perturb:Perturbations",
     "explanations": "forenset.tasks.explain:Explanations",
+    # benchmarks (opt-in from config)
+    "eval_sets": "forenset.tasks.eval_sets:EvalSets",
 }
 
 # Tables that no stage writes (``forenset import-annotations`` writes ``annotations``).

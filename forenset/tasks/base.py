@@ -105,6 +105,10 @@ class Stage:
     config_model: ClassVar[Any] = None
     config_key: ClassVar[str | None] = None
     config_default: ClassVar[Any] = None
+    # A gathering stage is planned once, from every committed shard of its inputs, when all of
+    # its ancestors are done (``plan_gathered``): sampling a benchmark set, training a detector
+    # on a whole split. Its shards' fingerprints cover every input shard.
+    gather: ClassVar[bool] = False
 
     def __init__(self, ctx: StageContext):
         self.ctx = ctx
@@ -128,6 +132,10 @@ class Stage:
     def plan_sources(self) -> list[ShardSpec]:
         """For stages without inputs: the shards to produce."""
         raise TypeError(f"stage {self.name} has inputs; it is planned from them")
+
+    def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
+        """For gathering stages: the shards to produce from all committed input shards."""
+        raise TypeError(f"stage {self.name} is not a gathering stage")
 
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
         """Shards this stage derives from one committed upstream shard (default: one, same id)."""

@@ -1,0 +1,17 @@
+import pyarrow as pa
+
+from forenset.schemas.common import B, I64, S, stage_schema
+
+SCHEMA = stage_schema(
+    pa.field("eval_item_id", S, nullable=False),  # "<eval_set>/<sample_id>"
+    pa.field("eval_set", S),  # id | ood
+    pa.field("sample_id", S),
+    pa.field("label", S),  # real | fake
+    pa.field("image_id", S),
+    pa.field("generator", S),
+    pa.field("generator_family", S),
+    pa.field("holdout", B),
+    pa.field("split", S),
+    pa.field("blob", S),
+    pa.field("rank", I64),  # position in the set's seeded draw: fakes first, then reals
+)

@@ -1,0 +1,104 @@
+"""eval_sets: the ID and OOD evaluation sets of the XPlainVerse protocol (App. 16).
+
+ID fakes come from generator families represented in training, OOD fakes from held-out
+families (``splits.holdout_families``), both with real photos, all from one split (the test
+split by default). The paper's sets hold 10,000 fakes and 8,500 reals each; ``fakes`` and
+``reals`` scale that down. When a split holds fewer samples than asked, both counts shrink by
+the same factor so the fake:real composition stays the paper's (``keep_composition``). The draw
+is a seeded ranking of sample ids, so a larger set contains the smaller one and a rebuild draws
+the same samples. Planned once from every splits shard (a gathering stage).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import pyarrow as pa
+from pydantic import Field
+
+from forenset.confbase import Strict
+from forenset.schemas.eval_sets import SCHEMA
+from forenset.seeds import derive_seed
+from forenset.store.run_store import ShardInfo
+from forenset.tasks.base import ShardSpec, Stage
+
+EVAL_SETS = ("id", "ood")
+
+
+class EvaluationConfig(Strict):
+    """The ``evaluation:`` section, shared by the evaluation stages. Off by default."""
+
+    enabled: bool = False
+    split: Literal["train", "validation", "test"] = "test"
+    fakes: int = Field(10_000, ge=1)  # per set, XPlainVerse App. 16
+    reals: int = Field(8_500, ge=0)
+    keep_composition: bool = True  # shrink both counts alike when the split is smaller
+
+
+def draw(
+    candidates: list[dict[str, Any]], n: int, seed: int, eval_set: str
+) -> list[dict[str, Any]]:
+    """The first ``n`` of a seeded ranking (ties cannot depend on input order)."""
+    ranked = sorted(
+        candidates,
+        key=lambda r: (derive_seed(seed, "eval_sets", eval_set, r["sample_id"]), r["sample_id"]),
+    )
+    return ranked[:n]
+
+
+def set_sizes(avail_fake: int, avail_real: int, cfg: EvaluationConfig) -> tuple[int, int]:
+    """(fakes, reals) to draw: the asked counts, scaled down together when the split is short."""
+    if not cfg.keep_composition:
+        return min(avail_fake, cfg.fakes), min(avail_real, cfg.reals)
+    scale = min(1.0, avail_fake / cfg.fakes, avail_real / cfg.reals if cfg.reals else 1.0)
+    return math.floor(cfg.fakes * scale + 1e-9), math.floor(cfg.reals * scale + 1e-9)
+
+
+class EvalSets(Stage):
+    name = "eval_sets"
+    version = "1"
+    inputs = ("splits",)
+    input_columns = (
+        "sample_id", "label", "image_id", "generator", "generator_family", "holdout", "split",
+        "blob",
+    )  # fmt: skip
+    output_schema = SCHEMA
+    key = "eval_item_id"
+    partition_by = ("eval_set",)
+    config_model = EvaluationConfig
+    config_key = "evaluation"
+    gather = True
+
+    def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
+        if not self.cfg.enabled or not upstream:
+            return []
+        return [self.spec(s, {"eval_set": s}, upstream, {"eval_set": s}) for s in EVAL_SETS]
+
+    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
+        assert shard is not None
+        c: EvaluationConfig = self.cfg
+        eval_set = shard.params["eval_set"]
+        rows = [r for r in batch.to_pylist() if r["split"] == c.split]
+        reals = [r for r in rows if r["label"] == "real"]
+        held_out = eval_set == "ood"
+        fakes = [r for r in rows if r["label"] == "fake" and bool(r["holdout"]) == held_out]
+        n_fake, n_real = set_sizes(len(fakes), len(reals), c)
+        chosen = draw(fakes, n_fake, self.ctx.seed, eval_set) + draw(
+            reals, n_real, self.ctx.seed, eval_set
+        )
+        out = []
+        for rank, r in enumerate(chosen):
+            out.append(
+                {
+                    **{k: r[k] for k in self.columns_of("splits")},
+                    "eval_item_id": f"{eval_set}/{r['sample_id']}",
+                    "eval_set": eval_set,
+                    "rank": rank,
+                    "status": "ok",
+                    "backend": "rules",
+                    "stage_version": self.version,
+                    "elapsed_ms": 0.0,
+                }
+            )
+        return self.to_table(out)
