@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from forenset.schemas.common import B, I64, S, stage_schema
+from forenset.schemas.common import I64, B, S, stage_schema
 
 SCHEMA = stage_schema(
     pa.field("eval_item_id", S, nullable=False),  # "<eval_set>/<sample_id>"
