@@ -7,7 +7,6 @@ import pytest
 from forenset.backends.scorers.classification import (
     detection_by_group,
     detection_scores,
-    parse_answer,
 )
 
 
@@ -54,25 +53,6 @@ def test_bad_labels_raise_instead_of_counting_as_wrong():
         detection_scores(["fake"], ["uncertain"])
     with pytest.raises(ValueError, match="2 truth"):
         detection_scores(["fake", "real"], ["fake"])
-
-
-@pytest.mark.parametrize(
-    "text, want",
-    [
-        ("<reasoning>seams</reasoning>\n<answer>fake</answer>", "fake"),
-        ("<answer> Real. </answer>", "real"),
-        ("<ANSWER>FAKE</ANSWER>", "fake"),
-        ("<answer>fake</answer> ... <answer>fake</answer>", "fake"),
-        ("<answer>fake</answer> <answer>real</answer>", None),
-        ("<answer>real or fake</answer>", None),
-        ("<answer>uncertain</answer>", None),
-        ("The image is fake.", None),
-        ("", None),
-        (None, None),
-    ],
-)
-def test_parse_answer(text, want):
-    assert parse_answer(text) == want
 
 
 def test_grouped_by_column_tuple_and_function():

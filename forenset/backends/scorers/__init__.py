@@ -17,7 +17,6 @@ _WHERE = {
     "DetectionReport": "classification",
     "detection_by_group": "classification",
     "detection_scores": "classification",
-    "parse_answer": "classification",
     "CoverageJudgment": "entity_evidence",
     "EntityEvidenceResult": "entity_evidence",
     "ExplanationPair": "entity_evidence",

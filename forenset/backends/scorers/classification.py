@@ -13,7 +13,6 @@ Both rules are applied by replacing ``None`` with the opposite label before scik
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -27,22 +26,6 @@ Label = Literal["real", "fake"]
 LABELS: tuple[str, str] = ("real", "fake")
 BACKEND = "offline"
 MODEL = f"scikit-learn-{sklearn.__version__}"
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
-
-
-def parse_answer(text: str | None) -> Label | None:
-    """The label inside ``<answer>...</answer>`` (App. 16.0.0.2 format), or None if unparseable.
-
-    Case and surrounding whitespace/punctuation are ignored; several answer tags must agree.
-    Anything else (no tag, "uncertain", "real or fake") is None, which the scorers count as wrong.
-    """
-    if not text:
-        return None
-    found = {m.strip().strip(".!\"'`*").strip().lower() for m in _ANSWER.findall(text)}
-    if len(found) != 1:
-        return None
-    value = found.pop()
-    return value if value in LABELS else None  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -88,7 +71,8 @@ def _pred(value: Any, truth: int) -> int:
 def detection_scores(truth: Sequence[str], pred: Sequence[str | None]) -> DetectionReport:
     """Binary F1 (fake positive) and accuracy; None predictions count as wrong (module doc).
 
-    Labels are 'real'/'fake' (any case); parse model output with :func:`parse_answer` first, so
+    Labels are 'real'/'fake' (any case); parse model output with
+    :func:`forenset.backends.detectors.answers.parse_answer` first, so
     that a typo in the caller's labels raises instead of silently counting as a wrong answer.
     """
     if len(truth) != len(pred):
