@@ -15,8 +15,9 @@ import math
 from typing import Any, Literal
 
 import pyarrow as pa
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from forenset.backends.llm.types import LLMSettings
 from forenset.confbase import Strict
 from forenset.schemas.eval_sets import SCHEMA
 from forenset.seeds import derive_seed
@@ -24,6 +25,40 @@ from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage
 
 EVAL_SETS = ("id", "ood")
+
+
+class DetectorConfig(Strict):
+    """One detector under evaluation (one row per eval item per detector per track).
+
+    ``offline``: forensic features + a scikit-learn classifier trained on the train split
+    (``forenset.backends.detectors``); ``vlm``: a model pool prompted with the paper's detection
+    prompts (App. 16.0.0.2); ``file``: predictions of the user's own model, JSONL or CSV with
+    ``sample_id, answer, explanation[, simple_explanation]``."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
+    kind: Literal["offline", "vlm", "file"] = "offline"
+    classifier: Literal["logreg", "hgb"] = "logreg"  # offline
+    train_per_class: int = Field(2000, ge=1)  # offline: seeded draw per label from the train split
+    llm: LLMSettings | None = None  # vlm
+    max_attempts: int = Field(1, ge=1, le=10)  # vlm: an unparseable answer is a wrong prediction
+    path: str | None = None  # file
+
+    @model_validator(mode="after")
+    def _kind(self) -> DetectorConfig:
+        if self.kind == "vlm" and self.llm is None:
+            raise ValueError(f"detector {self.name}: kind 'vlm' needs an 'llm:' pool")
+        if self.kind == "file" and not self.path:
+            raise ValueError(f"detector {self.name}: kind 'file' needs 'path:'")
+        return self
+
+
+class ScorersConfig(Strict):
+    """Explanation metrics. Model-based ones load from a local path; unset, they are null with
+    the reason. ``evaluator`` unset: EntityScore/EvidenceScore by the offline phrase matcher."""
+
+    evaluator: LLMSettings | None = None
+    bertscore_model: str | None = None
+    sle_model: str | None = None
 
 
 class EvaluationConfig(Strict):
@@ -34,6 +69,9 @@ class EvaluationConfig(Strict):
     fakes: int = Field(10_000, ge=1)  # per set, XPlainVerse App. 16
     reals: int = Field(8_500, ge=0)
     keep_composition: bool = True  # shrink both counts alike when the split is smaller
+    tracks: list[Literal["complex", "simple"]] = ["complex", "simple"]
+    detectors: list[DetectorConfig] = [DetectorConfig(name="forensic")]
+    scorers: ScorersConfig = ScorersConfig()
 
 
 def draw(
