@@ -37,6 +37,7 @@ BUILTIN: dict[str, str] = {
     "explanations": "forenset.tasks.explain:Explanations",
     # benchmarks (opt-in from config)
     "eval_sets": "forenset.tasks.eval_sets:EvalSets",
+    "detections": "forenset.tasks.detections:Detections",
 }
 
 # Tables that no stage writes (``forenset import-annotations`` writes ``annotations``).

@@ -18,7 +18,7 @@ import pyarrow as pa
 from pydantic import Field, model_validator
 
 from forenset.backends.llm.types import LLMSettings
-from forenset.confbase import Strict
+from forenset.confbase import Strict, fingerprint_view
 from forenset.schemas.eval_sets import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
@@ -107,6 +107,14 @@ class EvalSets(Stage):
     config_model = EvaluationConfig
     config_key = "evaluation"
     gather = True
+
+    # The fields that decide which samples are drawn; detectors, tracks and scorers belong to
+    # the later evaluation stages, so changing a detector does not redraw the sets.
+    SET_FIELDS = ("enabled", "split", "fakes", "reals", "keep_composition")
+
+    def stage_config(self) -> Any:
+        view = fingerprint_view(self.cfg)
+        return {k: view[k] for k in self.SET_FIELDS}
 
     def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
         if not self.cfg.enabled or not upstream:
