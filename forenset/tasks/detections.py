@@ -46,6 +46,7 @@ import pyarrow as pa
 
 from forenset.backends.detectors.answers import LABELS, format_reply, parse_answer
 from forenset.backends.detectors.offline import Detection, ForensicDetector
+from forenset.backends.llm.types import ChatRequest
 from forenset.confbase import fingerprint_view
 from forenset.errors import ConfigurationError
 from forenset.images import decode_rgb
@@ -61,7 +62,13 @@ from forenset.tasks.base import (
     writable,
 )
 from forenset.tasks.eval_sets import DetectorConfig, EvaluationConfig
-from forenset.tasks.modelcall import call_validated, request, template_hashes
+from forenset.tasks.modelcall import (
+    Outcome,
+    call_validated,
+    feedback,
+    request,
+    template_hashes,
+)
 from forenset.tasks.strategy import ModelStrategy
 
 TEMPLATES = {"complex": "detect_complex", "simple": "detect_simple"}
@@ -478,6 +485,11 @@ def read_predictions(
 # -- vlm ---------------------------------------------------------------------------------------
 
 
+def _no_check(parsed: Any) -> list[str]:
+    """Replies are free text (no response model): the answer parser, not a validator, reads them."""
+    return []
+
+
 class VlmDetection(ModelStrategy):
     """One request per eval item per track through ``call_validated`` (one run_chat per round),
     the reply kept as text and parsed by ``parse_answer``."""
@@ -508,11 +520,7 @@ class VlmDetection(ModelStrategy):
                     response_model=None,  # type: ignore[arg-type] - the reply is free text
                 )
                 reqs.append((it, base, req))
-        assert self.d.llm is not None
-        outcomes = call_validated(
-            st.ctx, st.name, self.d.llm, [(r, lambda _p: []) for _, _, r in reqs],
-            self.d.max_attempts,
-        )  # fmt: skip
+        outcomes = self.ask([r for _, _, r in reqs])
         for it, base, req in reqs:
             o = outcomes[req.item_id]
             if not o.result.ok:
@@ -520,6 +528,37 @@ class VlmDetection(ModelStrategy):
                 continue
             out.extend(self.convert({**it, **base}, o, lambda o=o, base=base: self.row(base, o)))
         return out
+
+    def ask(self, reqs: list[ChatRequest]) -> dict[str, Outcome]:
+        """Each request's last outcome. With ``max_attempts`` above 1, a reply the parser
+        cannot read is asked again (its reason appended, a new seed), and the last reply
+        counts; the default 1 keeps the paper's zero-shot rule (unparseable = wrong)."""
+        st: Detections = self.stage  # type: ignore[assignment]
+        assert self.d.llm is not None
+        original = {r.item_id: r for r in reqs}
+        final: dict[str, Outcome] = {}
+        pending = list(reqs)
+        for attempt in range(1, self.d.max_attempts + 1):
+            if not pending:
+                break
+            got = call_validated(st.ctx, st.name, self.d.llm, [(r, _no_check) for r in pending], 1)
+            nxt = []
+            for req in pending:
+                o, prev = got[req.item_id], final.get(req.item_id)
+                if prev is not None:
+                    o.input_tokens += prev.input_tokens
+                    o.output_tokens += prev.output_tokens
+                    o.cost_usd += prev.cost_usd
+                    o.cached = o.cached and prev.cached
+                o.attempts = attempt
+                final[req.item_id] = o
+                reason = parse_answer(o.result.text).reason if o.result.ok else None
+                if reason and attempt < self.d.max_attempts:
+                    first = original[req.item_id]
+                    seed = derive_seed(st.ctx.seed, st.name, req.item_id, "regenerate")
+                    nxt.append(feedback(first, first.user, [reason], attempt, seed))
+            pending = nxt
+        return final
 
     def row(self, base: dict[str, Any], o: Any) -> dict[str, Any]:
         text = o.result.text

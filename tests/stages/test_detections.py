@@ -160,6 +160,20 @@ def test_vlm_detector_end_to_end_with_one_unparseable_reply(tmp_path, server):
     assert all(r["fake_probability"] is None and r["bbox"] is None for r in got)
 
 
+def test_vlm_max_attempts_asks_again_after_an_unparseable_reply(tmp_path, server):
+    backend, srv, model = server
+    srv.reply = scripted_detector(model.m)
+    vlm = {"name": "vlm-a", "kind": "vlm", "llm": llm(backend, srv), "max_attempts": 2}
+    store, stats, _ = run_local(validate_config(config(tmp_path, detectors=[vlm])))
+    got = rows(store, "detections")
+    ev = items(store)
+    assert all(r["status"] == "ok" and r["answer"] for r in got)
+    assert len(srv.requests) == 2 * len(ev) + 1  # the unparseable one was asked once more
+    again = [b for b in srv.requests if "Your previous reply was rejected" in json.dumps(b)]
+    assert len(again) == 1
+    assert "no <answer>" in json.dumps(again[0])  # the parser's reason went back to the model
+
+
 def test_vlm_transport_failure_is_an_error_row(tmp_path, server):
     backend, srv, model = server
     srv.reply = scripted_detector(model.m)
