@@ -248,3 +248,47 @@ def test_cli_without_eval_scores_says_so(tmp_path):
     res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")])
     assert res.exit_code == 1
     assert "has no eval_scores" in res.output
+
+
+def _agreeing_evaluator(body):
+    """An evaluator that finds one entity with one claim in every text and supports all."""
+    from forenset.testing.fake_openai import request_text
+
+    if "convert one free-form explanation" in " ".join(request_text(body).split()):
+        return {
+            "diagnostic_entities": [{"entity_id": "E1", "name": "hand"}],
+            "evidence_claims": [{"claim_id": "C1", "entity_id": "E1", "claim": "blurry"}],
+        }
+    return {
+        "entities": [{"entity_id": "E1", "supported": True}],
+        "claims": [{"claim_id": "C1", "supported": True}],
+    }
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_entity_evidence_by_a_model_evaluator(tmp_path, monkeypatch, broken):
+    from forenset.backends.llm import reset_limiters, reset_stage
+    from forenset.testing.fake_openai import FakeOpenAI, Fault
+
+    monkeypatch.setenv("FAKE_SCORER_KEY", "sk-scorer-test")
+    reset_limiters()
+    reset_stage("eval_scores", 3)
+    with FakeOpenAI() as server:
+        server.reply = (lambda body: Fault(content="not json")) if broken else _agreeing_evaluator
+        pool = {
+            "backend": "openai",
+            "model": "gpt-fake",
+            "base_url": server.base_url,
+            "api_key_env": "FAKE_SCORER_KEY",
+            "timeout_s": 5.0,
+        }
+        evaluator = {"pool": [pool], "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+        evaluator |= {"max_error_rate": 1.0, "repair_retries": 0}
+        _, _, _, out = run_stage(tmp_path, {"evaluator": evaluator})
+    a = out["d1/complex/id/all=all"]
+    for m in ("entity_score", "evidence_score"):
+        assert (a[f"{m}_model"], a[f"{m}_backend"]) == ("gpt-fake", "openai")
+        if broken:  # every call failed: null with the call's error, never a number
+            assert a[m] is None and a[f"{m}_reason"].startswith("extraction failed")
+        else:
+            assert a[m] == pytest.approx(1.0) and a[f"{m}_reason"] is None
