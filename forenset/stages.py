@@ -37,6 +37,8 @@ BUILTIN: dict[str, str] = {
     "explanations": "forenset.tasks.explain:Explanations",
     # benchmarks (opt-in from config)
     "eval_sets": "forenset.tasks.eval_sets:EvalSets",
+    # "detections" goes here (its own branch); eval_scores reads it, so it stays after it
+    "eval_scores": "forenset.tasks.eval_scores:EvalScores",
 }
 
 # Tables that no stage writes (``forenset import-annotations`` writes ``annotations``).
