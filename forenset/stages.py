@@ -38,6 +38,7 @@ BUILTIN: dict[str, str] = {
     # benchmarks (opt-in from config)
     "eval_sets": "forenset.tasks.eval_sets:EvalSets",
     "detections": "forenset.tasks.detections:Detections",
+    "eval_scores": "forenset.tasks.eval_scores:EvalScores",
 }
 
 # Tables that no stage writes (``forenset import-annotations`` writes ``annotations``).

@@ -1,0 +1,42 @@
+import pyarrow as pa
+
+from forenset.schemas.common import F64, I64, S, stage_schema
+
+
+def _metric(name: str) -> list[pa.Field]:
+    """A model-based metric: its value, the model and backend that computed it, or the reason
+    it is null (never a number without the model behind it)."""
+    return [
+        pa.field(name, F64),
+        pa.field(f"{name}_model", S),
+        pa.field(f"{name}_backend", S),
+        pa.field(f"{name}_reason", S),
+    ]
+
+
+SCHEMA = stage_schema(
+    pa.field("score_id", S, nullable=False),  # "<detector>/<track>/<eval_set>/<group_kind>=<group>"
+    pa.field("detector", S),
+    pa.field("track", S),  # complex | simple
+    pa.field("eval_set", S),  # id | ood
+    pa.field("group_kind", S),  # all | generator | generator_family
+    pa.field("group", S),  # "all", a generator name, a family; reals group as "real"
+    # detection (fake = positive; an unparseable answer is wrong)
+    pa.field("n", I64),
+    pa.field("n_unparsed", I64),
+    pa.field("tp", I64),
+    pa.field("fp", I64),
+    pa.field("fn", I64),
+    pa.field("tn", I64),
+    pa.field("f1", F64),
+    pa.field("f1_reason", S),  # null F1: the group holds no fake item
+    pa.field("accuracy", F64),
+    pa.field("detection_model", S),  # the library that computed F1 / accuracy
+    # explanations: means over the group's items that have a reference explanation
+    pa.field("n_explained", I64),  # items scored against a reference
+    pa.field("n_no_reference", I64),  # items whose sample has no reference explanation
+    *_metric("entity_score"),  # complex track
+    *_metric("evidence_score"),  # complex track
+    *_metric("bertscore_f1"),  # both tracks
+    *_metric("sle"),  # simple track, normalised (eq. 7-8)
+)

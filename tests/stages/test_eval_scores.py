@@ -1,0 +1,294 @@
+"""eval_scores: Table 5 from a detections table built here (the detections stage is elsewhere).
+
+The detections, explanations and eval_sets shards are written through RunStore.write_shard,
+then the stage is planned and run as the worker runs it. Expected numbers are computed by hand
+from the constructed answers and texts (module docstring of forenset.tasks.eval_scores).
+"""
+
+from __future__ import annotations
+
+import base64
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from forenset.cli import app
+from forenset.config import validate_config
+from forenset.schemas.detections import SCHEMA as DETECTIONS
+from forenset.schemas.eval_sets import SCHEMA as EVAL_SETS
+from forenset.schemas.explanations import SCHEMA as EXPLANATIONS
+from forenset.store.run_store import RunStore
+from forenset.tasks.base import StageContext
+from forenset.tasks.eval_scores import NO_FAKES, EvalScores
+from forenset.worker import execute_shard
+from tests.conftest import small_config_dict
+from tests.scorers.scorer_kit import save_encoder, save_regressor
+
+T_HAND_SIGN = "The hand looks blurry and the sign text is warped."
+T_HAND = "The hand is blurry."
+T_SHADOW = "The shadow of the cyclist is inconsistent with the light."
+T_WALL = "The wall texture looks sharp and the window reflection is natural."
+T_SIMPLE = "The hand looks blurry."
+T_SIMPLE_SIGN = "The sign text is warped."
+
+# (eval_set, sample, label, generator, family, answer, complex expl, simple expl)
+ITEMS = [
+    ("id", "f1", "fake", "gen-a", "fam-a", "fake", T_HAND_SIGN, T_SIMPLE),  # TP, refs equal
+    ("id", "f2", "fake", "gen-a", "fam-a", "real", None, None),  # FN, no explanation
+    ("id", "f3", "fake", "gen-b", "fam-b", None, T_HAND, T_HAND),  # unparseable: FN
+    ("id", "f4", "fake", "gen-b", "fam-b", "fake", T_HAND, T_HAND),  # TP, no reference
+    ("id", "r1", "real", None, None, "real", T_WALL, T_WALL),  # TN, ref equal
+    ("id", "r2", "real", None, None, "fake", T_SHADOW, T_SHADOW),  # FP
+    ("id", "r3", "real", None, None, None, None, None),  # unparseable: FP
+    ("ood", "g1", "fake", "gen-c", "fam-c", "real", T_HAND, T_HAND),  # FN
+    ("ood", "r4", "real", None, None, "real", T_WALL, T_WALL),  # TN
+]
+# the dataset's reference explanations (f4 has none)
+REFS = {
+    "f1": {"complex": T_HAND_SIGN, "simple": T_SIMPLE},
+    "f2": {"complex": T_HAND_SIGN, "simple": T_SIMPLE},
+    "f3": {"complex": T_HAND_SIGN, "simple": T_SIMPLE_SIGN},
+    "r1": {"authenticity": T_WALL},
+    "r2": {"authenticity": T_WALL},
+    "r3": {"authenticity": T_WALL},
+    "g1": {"complex": T_SHADOW, "simple": T_SIMPLE},
+    "r4": {"authenticity": T_WALL},
+}
+
+
+def _trace(**extra):
+    return {"status": "ok", "backend": "test", "stage_version": "1", **extra}
+
+
+def _write(store: RunStore, stage: str, shard_id: str, rows, schema, partition=None):
+    table = pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
+    info = store.write_shard(
+        stage, shard_id, table, fingerprint=f"fp-{stage}-{shard_id}", partition=partition
+    )
+    return info
+
+
+def build_inputs(store: RunStore, detectors=("d1",)):
+    infos = []
+    for s in ("id", "ood"):
+        rows = [
+            _trace(
+                eval_item_id=f"{es}/{sid}", eval_set=es, sample_id=sid, label=label,
+                generator=gen, generator_family=fam, holdout=es == "ood", split="test",
+            )
+            for es, sid, label, gen, fam, *_ in ITEMS
+            if es == s
+        ]  # fmt: skip
+        infos.append(_write(store, "eval_sets", s, rows, EVAL_SETS, {"eval_set": s}))
+    refs = [
+        _trace(
+            explanation_id=f"{sid}-{kind}", sample_id=sid, kind=kind, text=text,
+            label="real" if kind == "authenticity" else "fake", split="test",
+        )
+        for sid, kinds in REFS.items()
+        for kind, text in kinds.items()
+    ]  # fmt: skip
+    infos.append(_write(store, "explanations", "s0", refs, EXPLANATIONS))
+    dets = []
+    for det in detectors:
+        for track in ("complex", "simple"):
+            for es, sid, label, _g, _f, answer, cx, sx in ITEMS:
+                dets.append(
+                    _trace(
+                        detection_id=f"{det}/{track}/{es}/{sid}", detector=det, track=track,
+                        eval_item_id=f"{es}/{sid}", eval_set=es, sample_id=sid, label=label,
+                        answer=answer, explanation=cx if track == "complex" else sx,
+                        parse_error=None if answer else "no <answer> tag",
+                    )
+                )  # fmt: skip
+    # one error row: a failed call is not an item
+    dets.append(
+        {**dets[0], "detection_id": "d1/complex/id/x", "status": "error", "error": "HTTP 500"}
+    )
+    infos.append(_write(store, "detections", "d0", dets, DETECTIONS))
+    return infos
+
+
+def run_stage(tmp_path, scorers=None, enabled=True):
+    cfg = validate_config(
+        small_config_dict(
+            tmp_path / "run",
+            evaluation={"enabled": enabled, "fakes": 4, "reals": 2, "scorers": scorers or {}},
+        )
+    )
+    store = RunStore(str(tmp_path / "run"))
+    stage = EvalScores(StageContext(store, cfg))
+    specs = stage.plan_gathered(build_inputs(store))
+    done = [execute_shard(stage, s) for s in specs]
+    schema = base64.b64encode(stage.output_schema.serialize().to_pybytes()).decode()
+    store.write_manifest("eval_scores", done, {"schema": schema})
+    out = {}
+    for info in done:
+        for r in store.read_shard(info).to_pylist():
+            out[r["score_id"]] = r
+    return store, stage, specs, out
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    enc = save_encoder(tmp_path_factory.mktemp("enc"))
+    sle = save_regressor(tmp_path_factory.mktemp("sle"), bias=1.5)  # raw 1.5 -> (1.5+1)/5
+    return str(enc), str(sle)
+
+
+def test_detection_f1_and_accuracy_by_hand(tmp_path):
+    _, _, specs, out = run_stage(tmp_path)
+    assert [s.partition for s in specs] == [{"eval_set": "id"}, {"eval_set": "ood"}]
+    for track in ("complex", "simple"):
+        a = out[f"d1/{track}/id/all=all"]
+        # TP f1 f4; FN f2 f3 (unparseable); FP r2 r3 (unparseable); TN r1
+        assert (a["tp"], a["fn"], a["fp"], a["tn"], a["n"], a["n_unparsed"]) == (2, 2, 2, 1, 7, 2)
+        assert a["f1"] == pytest.approx(2 * 2 / (2 * 2 + 2 + 2))  # 0.5
+        assert a["accuracy"] == pytest.approx(3 / 7)
+        assert a["detection_model"].startswith("scikit-learn-")
+        ga = out[f"d1/{track}/id/generator=gen-a"]  # TP, FN
+        assert ga["f1"] == pytest.approx(2 / 3) and ga["accuracy"] == pytest.approx(0.5)
+        gb = out[f"d1/{track}/id/generator_family=fam-b"]  # FN (unparseable), TP
+        assert gb["f1"] == pytest.approx(2 / 3) and gb["n_unparsed"] == 1
+        real = out[f"d1/{track}/id/generator=real"]  # TN, FP, FP: no F1 of the fake class
+        assert real["f1"] is None and real["f1_reason"] == NO_FAKES
+        assert real["accuracy"] == pytest.approx(1 / 3)
+        ood = out[f"d1/{track}/ood/all=all"]  # FN, TN
+        assert ood["f1"] == 0.0 and ood["accuracy"] == pytest.approx(0.5)
+    kinds = {(r["group_kind"], r["group"]) for r in out.values() if r["eval_set"] == "id"}
+    assert kinds == {
+        ("all", "all"),
+        *(("generator", g) for g in ("gen-a", "gen-b", "real")),
+        *(("generator_family", g) for g in ("fam-a", "fam-b", "real")),
+    }
+
+
+def test_entity_evidence_offline_and_unconfigured_models_are_null(tmp_path):
+    _, _, _, out = run_stage(tmp_path)
+    a = out["d1/complex/id/all=all"]
+    assert (a["n_explained"], a["n_no_reference"]) == (6, 1)  # f4 has no reference
+    # per item: f1 1 (same text), f2 0 (no explanation), f3 2/3 (hand of hand+sign: P 1, R 1/2),
+    # r1 1 (same authenticity text), r2 0 (other entities), r3 0 (none)
+    for m in ("entity_score", "evidence_score"):
+        assert a[m] == pytest.approx((1 + 0 + 2 / 3 + 1 + 0 + 0) / 6)
+        assert a[f"{m}_model"] == "phrase-match-v1" and a[f"{m}_backend"] == "offline"
+        assert a[f"{m}_reason"] is None
+        assert out["d1/complex/id/generator=gen-a"][m] == pytest.approx(0.5)
+        assert out["d1/complex/id/generator=gen-b"][m] == pytest.approx(2 / 3)
+        assert out["d1/complex/id/generator=real"][m] == pytest.approx(1 / 3)
+        simple = out["d1/simple/id/all=all"]
+        assert simple[m] is None and simple[f"{m}_reason"] == "not a metric of the simple track"
+    for sid, r in out.items():
+        assert r["bertscore_f1"] is None
+        assert r["bertscore_f1_reason"] == "no BERTScore model configured", sid
+        assert r["sle"] is None and r["sle_reason"] in (
+            "no SLE model configured",
+            "not a metric of the complex track",
+        )
+    assert out["d1/simple/id/all=all"]["sle_reason"] == "no SLE model configured"
+
+
+def test_bertscore_and_sle_with_local_models(tmp_path, models):
+    from forenset.backends.scorers.bertscore import BertScorer
+
+    enc, sle = models
+    _, _, _, out = run_stage(tmp_path, {"bertscore_model": enc, "sle_model": sle})
+    for track in ("complex", "simple"):
+        ga = out[f"d1/{track}/id/generator=gen-a"]  # f1: same text as its reference; f2: none
+        assert ga["bertscore_f1"] == pytest.approx(0.5, abs=1e-5)
+        assert ga["bertscore_f1_model"] == enc and ga["bertscore_f1_backend"] == "transformers"
+        assert ga["bertscore_f1_reason"] is None
+    # the whole set: the mean of BertScorer's item scores (items with a reference)
+    pairs = [
+        (cx or "", REFS[sid]["complex" if label == "fake" else "authenticity"])
+        for es, sid, label, *_x, cx, _sx in ITEMS
+        if es == "id" and sid in REFS
+    ]
+    want = [s.value for s in BertScorer(enc).score(*zip(*pairs, strict=True))]
+    assert out["d1/complex/id/all=all"]["bertscore_f1"] == pytest.approx(sum(want) / len(want))
+    # SLE: raw 1.5 -> 0.5 for every text; no explanation earns 0
+    s = out["d1/simple/id/all=all"]
+    assert s["sle"] == pytest.approx((0.5 + 0 + 0.5 + 0.5 + 0.5 + 0) / 6)
+    assert s["sle_model"] == sle and s["sle_reason"] is None
+    assert out["d1/simple/id/generator=gen-a"]["sle"] == pytest.approx(0.25)
+    assert out["d1/complex/id/all=all"]["sle"] is None
+
+
+def test_planning_and_fingerprint_scope(tmp_path, models):
+    *_, specs, _ = run_stage(tmp_path / "off", enabled=False)
+    assert specs == []
+    _, stage, specs, _ = run_stage(tmp_path / "a")
+    _, _, specs_b, _ = run_stage(tmp_path / "b", {"bertscore_model": models[0]})
+    assert specs[0].fingerprint != specs_b[0].fingerprint  # a scorer setting recomputes
+    assert stage.stage_config() == {"evaluator": None, "bertscore_model": None, "sle_model": None}
+    assert {i.stage for i in specs[0].inputs} == {"detections", "explanations", "eval_sets"}
+    assert all(i.partition.get("eval_set", "id") == "id" for i in specs[0].inputs)
+
+
+def test_cli_prints_table5(tmp_path, models):
+    store, *_ = run_stage(tmp_path, {"sle_model": models[1]})
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    row = next(ln for ln in lines if "d1" in ln and "complex" in ln)
+    # F1 ID 50.00, F1 OOD 0.00, EntityScore ID 4/9, no BERTScore, SLE outside its track
+    assert "50.00" in row and "0.00" in row and "0.444" in row and "—" in row
+    row = next(ln for ln in lines if "d1" in ln and "simple" in ln)
+    assert "0.333" in row  # SLE ID
+    out = res.output
+    assert "BERTScore-F1: no BERTScore model configured" in out
+    assert "SLE: not a metric of the complex track" in out
+    assert "EntityScore: not a metric of the simple track" in out
+    assert f"SLE: {models[1]}" in out.replace("\n", "")
+
+
+def test_cli_without_eval_scores_says_so(tmp_path):
+    (tmp_path / "run").mkdir()
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")])
+    assert res.exit_code == 1
+    assert "has no eval_scores" in res.output
+
+
+def _agreeing_evaluator(body):
+    """An evaluator that finds one entity with one claim in every text and supports all."""
+    from forenset.testing.fake_openai import request_text
+
+    if "convert one free-form explanation" in " ".join(request_text(body).split()):
+        return {
+            "diagnostic_entities": [{"entity_id": "E1", "name": "hand"}],
+            "evidence_claims": [{"claim_id": "C1", "entity_id": "E1", "claim": "blurry"}],
+        }
+    return {
+        "entities": [{"entity_id": "E1", "supported": True}],
+        "claims": [{"claim_id": "C1", "supported": True}],
+    }
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_entity_evidence_by_a_model_evaluator(tmp_path, monkeypatch, broken):
+    from forenset.backends.llm import reset_limiters, reset_stage
+    from forenset.testing.fake_openai import FakeOpenAI, Fault
+
+    monkeypatch.setenv("FAKE_SCORER_KEY", "sk-scorer-test")
+    reset_limiters()
+    reset_stage("eval_scores", 3)
+    with FakeOpenAI() as server:
+        server.reply = (lambda body: Fault(content="not json")) if broken else _agreeing_evaluator
+        pool = {
+            "backend": "openai",
+            "model": "gpt-fake",
+            "base_url": server.base_url,
+            "api_key_env": "FAKE_SCORER_KEY",
+            "timeout_s": 5.0,
+        }
+        evaluator = {"pool": [pool], "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+        evaluator |= {"max_error_rate": 1.0, "repair_retries": 0}
+        _, _, _, out = run_stage(tmp_path, {"evaluator": evaluator})
+    a = out["d1/complex/id/all=all"]
+    for m in ("entity_score", "evidence_score"):
+        assert (a[f"{m}_model"], a[f"{m}_backend"]) == ("gpt-fake", "openai")
+        if broken:  # every call failed: null with the call's error, never a number
+            assert a[m] is None and a[f"{m}_reason"].startswith("extraction failed")
+        else:
+            assert a[m] == pytest.approx(1.0) and a[f"{m}_reason"] is None
