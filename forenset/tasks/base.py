@@ -147,13 +147,16 @@ class Stage:
         partition: dict[str, str],
         inputs: list[ShardInfo],
         params: dict[str, Any],
+        config: Any = None,
     ) -> ShardSpec:
+        """A shard and its fingerprint; ``config`` replaces ``stage_config()`` for stages whose
+        shards depend on part of the stage's config only (one detector of several)."""
         fp = fingerprint(
             self.name,
             self.version,
             {
                 "seed": self.ctx.seed,  # every stage draws from it
-                "stage": self.stage_config(),
+                "stage": self.stage_config() if config is None else config,
                 "shard": params,
                 "partition": partition,
             },

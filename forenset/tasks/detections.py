@@ -52,7 +52,7 @@ from forenset.errors import ConfigurationError
 from forenset.images import decode_rgb
 from forenset.schemas.detections import SCHEMA
 from forenset.seeds import derive_seed
-from forenset.store.run_store import ShardInfo, fingerprint
+from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import (
     ContractError,
     ShardSpec,
@@ -137,18 +137,8 @@ class Detections(Stage):
         if "detector" not in params:
             return super().spec(shard_id, partition, inputs, params)
         d = self.detector(params["detector"])
-        fp = fingerprint(
-            self.name,
-            self.version,
-            {
-                "seed": self.ctx.seed,
-                "stage": {"tracks": list(self.ecfg.tracks), "detector": detector_config(d)},
-                "shard": params,
-                "partition": partition,
-            },
-            [i.fingerprint for i in inputs],
-        )
-        return ShardSpec(self.name, shard_id, partition, inputs, params, fp)
+        own = {"tracks": list(self.ecfg.tracks), "detector": detector_config(d)}
+        return super().spec(shard_id, partition, inputs, params, config=own)
 
     # -- planning ------------------------------------------------------------------------
     def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:

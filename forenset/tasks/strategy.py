@@ -57,7 +57,7 @@ class Strategy:
         return self.stage.ctx
 
     def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        raise TypeError(f"strategy {type(self).__name__} must define run()")
 
 
 class OfflineStrategy(Strategy):
