@@ -296,16 +296,6 @@ def status(
             console.print(t)
 
 
-# Table 5 of the seed paper: (eval_scores column, header) of each explanation metric
-EVAL_METRICS = (
-    ("entity_score", "EntityScore"),
-    ("evidence_score", "EvidenceScore"),
-    ("bertscore_f1", "BERTScore-F1"),
-    ("sle", "SLE"),
-)
-DASH = "\u2014"
-
-
 @app.command("eval")
 def eval_(
     run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
@@ -318,62 +308,21 @@ def eval_(
             f"{run_dir} has no eval_scores: build it with evaluation.enabled and a detector",
             code=1,
         )
+    from forenset.report.evaluation import DASH, HEADERS, table5
     from forenset.store.views import connect
 
-    con = connect(store, ["eval_scores"])
-    metric_cols = ", ".join(f"{m}, {m}_model, {m}_reason" for m, _ in EVAL_METRICS)
-    cur = con.execute(
-        f"SELECT detector, track, eval_set, f1, f1_reason, {metric_cols} FROM eval_scores "
-        "WHERE group_kind = 'all' AND status = 'ok' ORDER BY detector, track, eval_set"
-    )
-    names = [d[0] for d in cur.description]
-    cells: dict[tuple[str, str], dict[str, dict]] = {}
-    for r in cur.fetchall():
-        row = dict(zip(names, r, strict=True))
-        cells.setdefault((row["detector"], row["track"]), {})[row["eval_set"]] = row
-    if not cells:
+    t5 = table5(connect(store, ["eval_scores"]))
+    if t5 is None:
         fail(f"{run_dir} has an eval_scores table without scores of a whole set", code=1)
-    reasons: dict[tuple[str, str], list[str]] = {}
-
-    def cell(key: tuple[str, str], eval_set: str, metric: str, header: str, pct: bool) -> str:
-        row = cells[key].get(eval_set)
-        where = f"{key[0]} {key[1]} {eval_set.upper()}"
-        if row is None:
-            reasons.setdefault((header, f"no {eval_set.upper()} items scored"), []).append(where)
-            return DASH
-        value = row[metric]
-        if value is None:
-            why = row[f"{metric}_reason"] or "no value"
-            reasons.setdefault((header, why), []).append(where)
-            return DASH
-        return f"{100 * value:.2f}" if pct else f"{value:.3f}"
-
     table = Table(title="Detection F1 (%) and explanation scores (ID / OOD)")
-    for col in ("detector", "track", "F1 ID", "F1 OOD", *(h for _, h in EVAL_METRICS)):
+    for col in HEADERS:
         table.add_column(col, justify="left" if col in ("detector", "track") else "right")
-    for key in sorted(cells):
-        table.add_row(
-            *key,
-            cell(key, "id", "f1", "F1", True),
-            cell(key, "ood", "f1", "F1", True),
-            *(
-                f"{cell(key, 'id', m, h, False)} / {cell(key, 'ood', m, h, False)}"
-                for m, h in EVAL_METRICS
-            ),
-        )
+    for row in t5.rows:
+        table.add_row(*row)
     console.print(table)
-    models = sorted(
-        {
-            f"{h}: {row[f'{m}_model']}"
-            for sets in cells.values()
-            for row in sets.values()
-            for m, h in EVAL_METRICS
-            if row[m] is not None and row[f"{m}_model"]
-        }
-    )
-    if models:
-        console.print("models: " + "; ".join(models))
-    for (header, why), where in reasons.items():
+    if t5.models:
+        console.print("models: " + "; ".join(t5.models))
+    for (header, why), where in t5.reasons.items():
         console.print(f"{DASH} {header}: {why} ({', '.join(where)})")
 
 

@@ -293,6 +293,34 @@ def explanation_section(con: Any, seed: int) -> str:
     return out
 
 
+def evaluation_section(store: RunStore, con: Any) -> str:
+    """Table 5 (XPlainVerse) and F1 ID vs OOD per detector and track; empty without
+    ``eval_scores`` (the evaluation is opt-in)."""
+    from forenset.report.evaluation import DASH, HEADERS, table5
+
+    if not store.manifest("eval_scores"):
+        return ""
+    t5 = table5(con)
+    if t5 is None:
+        return ""
+    out = "<h2>Evaluation (XPlainVerse Table 5: F1 %, explanation scores ID / OOD)</h2>"
+    out += table(HEADERS, t5.rows)
+    if t5.models:
+        out += "<p>models: " + html.escape("; ".join(t5.models)) + "</p>"
+    notes = [f"{DASH} {h}: {why} ({', '.join(w)})" for (h, why), w in t5.reasons.items()]
+    if notes:
+        out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
+    labels, values = [], []
+    for (det, track), (f1_id, f1_ood) in t5.f1.items():
+        for name, v in (("ID", f1_id), ("OOD", f1_ood)):
+            if v is not None:
+                labels.append(f"{det}/{track} {name}")
+                values.append(100 * v)
+    if values:
+        out += img_tag(bar_plot(labels, values, "Detection F1 (%), ID vs OOD"), "F1 ID vs OOD")
+    return out
+
+
 def _thumb(store: RunStore, blob: str | None, boxes: Sequence[Sequence[float]] = ()) -> str | None:
     """A PNG data URI of the blob (at most 256 px, boxes drawn), or None when it cannot be read."""
     from PIL import Image, ImageDraw, UnidentifiedImageError
@@ -371,6 +399,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
         salience_section(con),
         perturbation_section(con),
         explanation_section(con, seed),
+        evaluation_section(store, con),
         shared_stats_section(con),
         gallery_section(store, samples, gallery, seed),
     ]

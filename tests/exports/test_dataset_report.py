@@ -87,10 +87,12 @@ def test_report_sections_and_numbers(built, samples, tmp_path):
     ):
         assert h in heads
     fakes = sum(s["label"] == "fake" for s in samples)
-    # 4 plots, then real | fake (| perturbed) per gallery sample
+    # 4 plots (+ F1 ID vs OOD when the evaluation ran), then real | fake (| perturbed) per
+    # gallery sample
     assert text.count("<figcaption>real</figcaption>") == min(3, fakes)
     n_pert = text.count("<figcaption>perturbed: ")
-    assert len(p.srcs) == 4 + 2 * min(3, fakes) + n_pert
+    n_eval = 1 if store.manifest("eval_scores") else 0
+    assert len(p.srcs) == 4 + n_eval + 2 * min(3, fakes) + n_pert
     # the per-split table matches the splits stage
     ok = [r for r in rows(store, "splits") if r["status"] == "ok"]
     for split in {r["split"] for r in ok}:

@@ -292,3 +292,21 @@ def test_entity_evidence_by_a_model_evaluator(tmp_path, monkeypatch, broken):
             assert a[m] is None and a[f"{m}_reason"].startswith("extraction failed")
         else:
             assert a[m] == pytest.approx(1.0) and a[f"{m}_reason"] is None
+
+
+def test_report_shows_table5_and_the_f1_plot(tmp_path, models):
+    """The HTML report's evaluation section holds the same cells as `forenset eval`."""
+    from forenset.report.evaluation import table5
+    from forenset.report.html import evaluation_section
+    from forenset.store.views import connect
+
+    store, *_ = run_stage(tmp_path, {"sle_model": models[1]})
+    con = connect(store, ["eval_scores"])
+    section = evaluation_section(store, con)
+    t5 = table5(con)
+    assert t5 is not None and t5.rows
+    for row in t5.rows:
+        assert "".join(f"<td>{c}</td>" for c in row) in section
+    assert "no BERTScore model configured" in section
+    assert "data:image/png;base64," in section  # F1 ID vs OOD bar chart
+    assert evaluation_section(RunStore(str(tmp_path / "empty")), con) == ""
