@@ -9,6 +9,7 @@ SCHEMA = stage_schema(
     pa.field("eval_item_id", S),
     pa.field("eval_set", S),  # id | ood
     pa.field("sample_id", S),
+    pa.field("variant", S),  # the eval item's propagation variant: 0x (clean) | 1x | 2x | 3x
     pa.field("label", S),  # the truth: real | fake
     pa.field("answer", S),  # real | fake | null (unparseable: a wrong prediction)
     pa.field("parse_error", S),  # why the answer could not be parsed (one sentence)

@@ -19,7 +19,7 @@ SCHEMA = stage_schema(
     pa.field("detector", S),
     pa.field("track", S),  # complex | simple
     pa.field("eval_set", S),  # id | ood
-    pa.field("group_kind", S),  # all | generator | generator_family
+    pa.field("group_kind", S),  # all | generator | generator_family | variant
     pa.field("group", S),  # "all", a generator name, a family; reals group as "real"
     # detection (fake = positive; an unparseable answer is wrong)
     pa.field("n", I64),

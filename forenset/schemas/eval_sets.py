@@ -3,7 +3,7 @@ import pyarrow as pa
 from forenset.schemas.common import I64, B, S, stage_schema
 
 SCHEMA = stage_schema(
-    pa.field("eval_item_id", S, nullable=False),  # "<eval_set>/<sample_id>"
+    pa.field("eval_item_id", S, nullable=False),  # "<eval_set>/<sample_id>[@<level>x]"
     pa.field("eval_set", S),  # id | ood
     pa.field("sample_id", S),
     pa.field("label", S),  # real | fake
@@ -12,6 +12,8 @@ SCHEMA = stage_schema(
     pa.field("generator_family", S),
     pa.field("holdout", B),
     pa.field("split", S),
-    pa.field("blob", S),
+    pa.field("blob", S),  # the clean image, or its propagated copy for a level above 0
+    pa.field("variant", S),  # "0x" (clean) | "1x" | "2x" | "3x": re-sharing rounds applied
+    pa.field("propagation", I64),  # the variant's number of re-sharing rounds (0-3)
     pa.field("rank", I64),  # position in the set's seeded draw: fakes first, then reals
 )

@@ -27,7 +27,11 @@ Detector kinds (``evaluation.detectors``):
   repeated ids) is one error row of the shard with a count and examples, so ``forenset status``
   counts them and the table shows the sentence; the good lines are used, and an eval item
   without a prediction gets ``answer`` null with ``parse_error`` "no prediction in <file> for
-  this sample".
+  this sample". A predictions file names samples, not propagation variants: a sample's one
+  prediction is used for each of its variants (``evaluation.propagation``).
+
+Every row carries its eval item's ``variant`` (propagation level "0x" … "3x"), error rows
+included, so the scores can be split by it.
 """
 
 from __future__ import annotations
@@ -100,11 +104,11 @@ def detector_config(d: DetectorConfig) -> dict[str, Any]:
 
 class Detections(Stage):
     name = "detections"
-    version = "1"
+    version = "2"
     inputs = ("splits", "eval_sets")
     input_columns = {
         "splits": ("sample_id", "label", "split", "blob"),  # the offline detector's training
-        "eval_sets": ("eval_item_id", "eval_set", "sample_id", "label", "blob"),
+        "eval_sets": ("eval_item_id", "eval_set", "sample_id", "variant", "label", "blob"),
     }
     output_schema = SCHEMA
     key = "detection_id"
@@ -201,6 +205,7 @@ class Detections(Stage):
             "eval_item_id": item["eval_item_id"],
             "eval_set": item["eval_set"],
             "sample_id": item["sample_id"],
+            "variant": item.get("variant") or "0x",
             "label": item["label"],
         }
 

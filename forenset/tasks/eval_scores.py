@@ -3,9 +3,11 @@
 A gathering stage (planned once every detections, explanations and eval_sets shard is in), one
 shard per eval set (``id`` / ``ood``). Each output row scores the items of one (detector, track,
 eval set, group): ``group_kind`` ``all`` (the whole set, Table 5's cells), ``generator`` and
-``generator_family`` (a fake's generator; the set's reals form the group ``real``). Per
-perturbation family / severity is not built yet: the detections table does not carry the
-perturbation of an item.
+``generator_family`` (a fake's generator; the set's reals form the group ``real``) and
+``variant`` (one group per propagation level, "0x" … "3x", reals and fakes together: the
+detection scores of SafeIMG §3.4 under repeated re-sharing; ``evaluation.propagation``). The
+``all`` group holds every item of the set, propagated variants included. Per perturbation
+family / severity of the catalogue is not built yet.
 
 Detection (§5, App. 16.0.0.5): binary F1 with fake as the positive class and accuracy, by
 :func:`forenset.backends.scorers.detection_scores`; an unparseable answer (``answer`` null) is a
@@ -64,7 +66,7 @@ TRACK_METRICS: dict[str, tuple[str, ...]] = {
     "simple": ("bertscore_f1", "sle"),
 }
 METRICS = ("entity_score", "evidence_score", "bertscore_f1", "sle")
-GROUP_KINDS = ("all", "generator", "generator_family")
+GROUP_KINDS = ("all", "generator", "generator_family", "variant")
 REAL_GROUP = "real"
 NO_FAKES = "no fake item in this group: the F1 of the fake class is undefined"
 NO_REFERENCE = "no item of this group has a reference explanation"
@@ -79,6 +81,8 @@ def reference_kind(track: str, label: str) -> str:
 def group_of(item: dict[str, Any], kind: str) -> str:
     if kind == "all":
         return "all"
+    if kind == "variant":
+        return item.get("variant") or "0x"
     if item["label"] == "real":
         return REAL_GROUP
     return item.get(kind) or "unknown"
@@ -109,12 +113,12 @@ def _metric_columns(score: Score) -> dict[str, Any]:
 
 class EvalScores(Stage):
     name = "eval_scores"
-    version = "1"
+    version = "2"
     inputs = ("detections", "explanations", "eval_sets")
     input_columns = {
         "detections": (
             "detection_id", "detector", "track", "eval_item_id", "eval_set", "sample_id",
-            "label", "answer", "explanation",
+            "variant", "label", "answer", "explanation",
         ),
         "explanations": ("sample_id", "kind", "text"),
         "eval_sets": ("eval_item_id", "generator", "generator_family"),
@@ -301,7 +305,8 @@ ITEM_SCHEMA = pa.schema(
         (n, pa.string())
         for n in (
             "detection_id", "detector", "track", "eval_set", "eval_item_id", "sample_id",
-            "label", "answer", "explanation", "generator", "generator_family", "reference",
+            "variant", "label", "answer", "explanation", "generator", "generator_family",
+            "reference",
         )
     ]
 )  # fmt: skip

@@ -7,6 +7,13 @@ split by default). The paper's sets hold 10,000 fakes and 8,500 reals each; ``fa
 the same factor so the fake:real composition stays the paper's (``keep_composition``). The draw
 is a seeded ranking of sample ids, so a larger set contains the smaller one and a rebuild draws
 the same samples. Planned once from every splits shard (a gathering stage).
+
+``propagation`` (levels 0-3, default ``[0]``: clean only) adds, for each drawn sample and each
+level above 0, one more item of the same sample whose image went through ``level`` re-sharing
+rounds (:func:`forenset.perturbations.propagation.propagate`: resize, sharpen, JPEG), seeded by
+the build seed, the set, the sample and the level. ``variant`` names the level ("0x" … "3x",
+the "network propagation" levels of SafeIMG §3.4) so the scores can be split by it; a level-0
+item keeps the id ``<eval_set>/<sample_id>``, a propagated one is ``<eval_set>/<sample_id>@<level>x``.
 """
 
 from __future__ import annotations
@@ -14,17 +21,32 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from forenset.backends.llm.types import LLMSettings
 from forenset.confbase import Strict, fingerprint_view
+from forenset.images import decode_rgb, encode_png
+from forenset.perturbations.propagation import propagate
 from forenset.schemas.eval_sets import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
-from forenset.tasks.base import ShardSpec, Stage
+from forenset.tasks.base import ContractError, ShardSpec, Stage, describe, writable
 
 EVAL_SETS = ("id", "ood")
+MAX_PROPAGATION = 3
+
+
+def variant_name(level: int) -> str:
+    """The variant label of a propagation level: 0 -> "0x" (clean), 2 -> "2x"."""
+    return f"{level}x"
+
+
+def eval_item_id(eval_set: str, sample_id: str, level: int) -> str:
+    """``<eval_set>/<sample_id>`` for the clean item (level 0), ``…@<level>x`` otherwise."""
+    base = f"{eval_set}/{sample_id}"
+    return base if level == 0 else f"{base}@{variant_name(level)}"
 
 
 class DetectorConfig(Strict):
@@ -72,6 +94,21 @@ class EvaluationConfig(Strict):
     tracks: list[Literal["complex", "simple"]] = ["complex", "simple"]
     detectors: list[DetectorConfig] = [DetectorConfig(name="forensic")]
     scorers: ScorersConfig = ScorersConfig()
+    # re-sharing levels of every drawn sample: 0 = the clean image, 1-3 = propagated copies
+    propagation: list[int] = [0]
+
+    @field_validator("propagation")
+    @classmethod
+    def _levels(cls, v: list[int]) -> list[int]:
+        if not v:
+            raise ValueError("propagation needs at least one level (0 = the clean images)")
+        bad = [x for x in v if not 0 <= x <= MAX_PROPAGATION]
+        if bad:
+            raise ValueError(f"propagation levels must be 0-{MAX_PROPAGATION}; got {bad}")
+        dup = sorted({x for x in v if v.count(x) > 1})
+        if dup:
+            raise ValueError(f"propagation levels must be unique; {dup} repeated")
+        return sorted(v)
 
 
 def draw(
@@ -95,7 +132,7 @@ def set_sizes(avail_fake: int, avail_real: int, cfg: EvaluationConfig) -> tuple[
 
 class EvalSets(Stage):
     name = "eval_sets"
-    version = "1"
+    version = "2"
     inputs = ("splits",)
     input_columns = (
         "sample_id", "label", "image_id", "generator", "generator_family", "holdout", "split",
@@ -110,7 +147,7 @@ class EvalSets(Stage):
 
     # The fields that decide which samples are drawn; detectors, tracks and scorers belong to
     # the later evaluation stages, so changing a detector does not redraw the sets.
-    SET_FIELDS = ("enabled", "split", "fakes", "reals", "keep_composition")
+    SET_FIELDS = ("enabled", "split", "fakes", "reals", "keep_composition", "propagation")
 
     def stage_config(self) -> Any:
         view = fingerprint_view(self.cfg)
@@ -135,16 +172,35 @@ class EvalSets(Stage):
         )
         out = []
         for rank, r in enumerate(chosen):
-            out.append(
-                {
-                    **{k: r[k] for k in self.columns_of("splits")},
-                    "eval_item_id": f"{eval_set}/{r['sample_id']}",
-                    "eval_set": eval_set,
-                    "rank": rank,
-                    "status": "ok",
-                    "backend": "rules",
-                    "stage_version": self.version,
-                    "elapsed_ms": 0.0,
-                }
-            )
+            for level in c.propagation:
+                out.append(self.item(eval_set, r, rank, level))
         return self.to_table(out)
+
+    def item(self, eval_set: str, r: dict[str, Any], rank: int, level: int) -> dict[str, Any]:
+        """The eval item of sample ``r`` at propagation ``level`` (its image propagated and
+        stored for a level above 0; an error row when that fails)."""
+        row = {
+            **{k: r[k] for k in self.columns_of("splits")},
+            "eval_item_id": eval_item_id(eval_set, r["sample_id"], level),
+            "eval_set": eval_set,
+            "variant": variant_name(level),
+            "propagation": level,
+            "rank": rank,
+            "backend": "rules",
+            "stage_version": self.version,
+            "elapsed_ms": 0.0,
+        }
+        if level == 0:
+            return {**row, "status": "ok"}
+        seed = derive_seed(self.ctx.seed, "eval_sets", eval_set, r["sample_id"], level)
+        try:
+            clean = decode_rgb(self.ctx.store.get_blob(r["blob"]))
+            img = propagate(clean, level, np.random.default_rng(seed))
+            blob = self.ctx.store.put_blob(encode_png(img))
+        except ContractError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one bad image must not fail the set
+            msg = f"propagation {variant_name(level)} failed: {describe(e)}"
+            err = {"status": "error", "error": writable(msg), "retryable": True}
+            return {**row, "blob": None, **err}
+        return {**row, "blob": blob, "seed": seed, "backend": "offline", "status": "ok"}

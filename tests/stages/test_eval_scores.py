@@ -69,15 +69,28 @@ def _write(store: RunStore, stage: str, shard_id: str, rows, schema, partition=N
     return info
 
 
-def build_inputs(store: RunStore, detectors=("d1",)):
+def with_variants(propagated):
+    """ITEMS as (eval_item_id, variant, item) with the propagated copies ``(sample, level,
+    answer)`` of ``propagated`` after them (same truth and texts, their own answer)."""
+    by_id = {it[1]: it for it in ITEMS}
+    out = [(f"{it[0]}/{it[1]}", "0x", it) for it in ITEMS]
+    for sid, level, answer in propagated:
+        it = by_id[sid]
+        out.append((f"{it[0]}/{sid}@{level}x", f"{level}x", (*it[:5], answer, *it[6:])))
+    return out
+
+
+def build_inputs(store: RunStore, detectors=("d1",), propagated=()):
     infos = []
+    items = with_variants(propagated)
     for s in ("id", "ood"):
         rows = [
             _trace(
-                eval_item_id=f"{es}/{sid}", eval_set=es, sample_id=sid, label=label,
-                generator=gen, generator_family=fam, holdout=es == "ood", split="test",
+                eval_item_id=iid, eval_set=es, sample_id=sid, label=label, generator=gen,
+                generator_family=fam, holdout=es == "ood", split="test", variant=variant,
+                propagation=int(variant[0]),
             )
-            for es, sid, label, gen, fam, *_ in ITEMS
+            for iid, variant, (es, sid, label, gen, fam, *_) in items
             if es == s
         ]  # fmt: skip
         infos.append(_write(store, "eval_sets", s, rows, EVAL_SETS, {"eval_set": s}))
@@ -93,11 +106,11 @@ def build_inputs(store: RunStore, detectors=("d1",)):
     dets = []
     for det in detectors:
         for track in ("complex", "simple"):
-            for es, sid, label, _g, _f, answer, cx, sx in ITEMS:
+            for iid, variant, (es, sid, label, _g, _f, answer, cx, sx) in items:
                 dets.append(
                     _trace(
-                        detection_id=f"{det}/{track}/{es}/{sid}", detector=det, track=track,
-                        eval_item_id=f"{es}/{sid}", eval_set=es, sample_id=sid, label=label,
+                        detection_id=f"{det}/{track}/{iid}", detector=det, track=track,
+                        eval_item_id=iid, eval_set=es, sample_id=sid, label=label, variant=variant,
                         answer=answer, explanation=cx if track == "complex" else sx,
                         parse_error=None if answer else "no <answer> tag",
                     )
@@ -110,7 +123,7 @@ def build_inputs(store: RunStore, detectors=("d1",)):
     return infos
 
 
-def run_stage(tmp_path, scorers=None, enabled=True):
+def run_stage(tmp_path, scorers=None, enabled=True, propagated=()):
     cfg = validate_config(
         small_config_dict(
             tmp_path / "run",
@@ -119,7 +132,7 @@ def run_stage(tmp_path, scorers=None, enabled=True):
     )
     store = RunStore(str(tmp_path / "run"))
     stage = EvalScores(StageContext(store, cfg))
-    specs = stage.plan_gathered(build_inputs(store))
+    specs = stage.plan_gathered(build_inputs(store, propagated=propagated))
     done = [execute_shard(stage, s) for s in specs]
     schema = base64.b64encode(stage.output_schema.serialize().to_pybytes()).decode()
     store.write_manifest("eval_scores", done, {"schema": schema})
@@ -161,7 +174,27 @@ def test_detection_f1_and_accuracy_by_hand(tmp_path):
         ("all", "all"),
         *(("generator", g) for g in ("gen-a", "gen-b", "real")),
         *(("generator_family", g) for g in ("fam-a", "fam-b", "real")),
+        ("variant", "0x"),
     }
+
+
+def test_scores_per_propagation_variant_by_hand(tmp_path):
+    # 1x copies of f1 (now missed: FN), f4 (still found: TP) and r1 (now called fake: FP)
+    propagated = [("f1", 1, "real"), ("f4", 1, "fake"), ("r1", 1, "fake"), ("g1", 2, "fake")]
+    _, _, _, out = run_stage(tmp_path, propagated=propagated)
+    for track in ("complex", "simple"):
+        clean = out[f"d1/{track}/id/variant=0x"]  # the id set's clean items: as all=all before
+        assert (clean["tp"], clean["fn"], clean["fp"], clean["tn"]) == (2, 2, 2, 1)
+        assert clean["f1"] == pytest.approx(0.5) and clean["accuracy"] == pytest.approx(3 / 7)
+        one = out[f"d1/{track}/id/variant=1x"]  # TP f4, FN f1, FP r1
+        assert (one["tp"], one["fn"], one["fp"], one["tn"], one["n"]) == (1, 1, 1, 0, 3)
+        assert one["f1"] == pytest.approx(2 * 1 / (2 * 1 + 1 + 1))  # 0.5
+        assert one["accuracy"] == pytest.approx(1 / 3)
+        two = out[f"d1/{track}/ood/variant=2x"]  # TP g1: F1 1
+        assert two["f1"] == pytest.approx(1.0) and two["accuracy"] == 1.0
+        assert out[f"d1/{track}/id/all=all"]["n"] == 10  # every item, propagated included
+        assert out[f"d1/{track}/id/generator=gen-a"]["n"] == 3  # f1, f2, f1@1x
+    assert "d1/complex/id/variant=2x" not in out
 
 
 def test_entity_evidence_offline_and_unconfigured_models_are_null(tmp_path):
