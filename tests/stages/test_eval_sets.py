@@ -95,3 +95,57 @@ def test_a_failed_input_stage_leaves_the_gathering_stage_unplanned(tmp_path, mon
     _, stats, executed = run_local(validate_config(config(tmp_path)))
     assert executed["eval_sets"] == 0
     assert any("input stage(s) splits failed" in f for f in stats["eval_sets"].failures)
+
+
+@pytest.mark.parametrize(
+    ("levels", "message"),
+    [([4], "must be 0-3"), ([-1], "must be 0-3"), ([1, 1], "unique"), ([], "at least one")],
+)
+def test_propagation_levels_are_validated(levels, message):
+    with pytest.raises(ValueError, match=message):
+        EvaluationConfig(propagation=levels)
+
+
+def test_propagation_levels_default_to_clean_only_and_are_sorted():
+    assert EvaluationConfig().propagation == [0]
+    assert EvaluationConfig(propagation=[3, 0, 1]).propagation == [0, 1, 3]
+
+
+def test_propagated_variants_of_every_drawn_sample(tmp_path):
+    import numpy as np
+
+    from forenset.images import decode_rgb
+
+    clean_store, _, _ = run_local(validate_config(config(tmp_path / "clean")))
+    clean = rows(clean_store, "eval_sets")
+    assert clean and {(r["variant"], r["propagation"]) for r in clean} == {("0x", 0)}
+
+    builds = []
+    for name in ("a", "b"):
+        store, stats, _ = run_local(validate_config(config(tmp_path / name, propagation=[0, 1, 3])))
+        assert stats["eval_sets"].failed == 0
+        got = {r["eval_item_id"]: r for r in rows(store, "eval_sets")}
+        assert all(r["status"] == "ok" for r in got.values())
+        builds.append((store, got))
+    (store, got), (store_b, got_b) = builds
+
+    zero = {i: r for i, r in got.items() if r["propagation"] == 0}
+    # level 0 is the clean set, its ids as without propagation
+    assert set(zero) == {r["eval_item_id"] for r in clean}
+    assert all(i == f"{r['eval_set']}/{r['sample_id']}" for i, r in zero.items())
+    assert len(got) == 3 * len(zero)
+    for iid, r in zero.items():
+        assert r["variant"] == "0x"
+        img0 = decode_rgb(store.get_blob(r["blob"]))
+        for level in (1, 3):
+            v = got[f"{iid}@{level}x"]
+            assert (v["variant"], v["propagation"]) == (f"{level}x", level)
+            for k in ("eval_set", "sample_id", "label", "generator", "rank", "split"):
+                assert v[k] == r[k]
+            img = decode_rgb(store.get_blob(v["blob"]))
+            assert img.shape == img0.shape and not np.array_equal(img, img0)
+            # deterministic: the second build propagated the same image
+            again = got_b[f"{iid}@{level}x"]
+            assert again["seed"] == v["seed"]
+            assert np.array_equal(decode_rgb(store_b.get_blob(again["blob"])), img)
+        assert got[f"{iid}@1x"]["blob"] != got[f"{iid}@3x"]["blob"]
