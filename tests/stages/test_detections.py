@@ -281,3 +281,46 @@ def test_a_missing_predictions_file_stops_the_build_with_one_sentence(tmp_path):
     dets = [{"name": "mine", "kind": "file", "path": str(tmp_path / "absent.jsonl")}]
     with pytest.raises(BuildFailed, match=r"cannot read the predictions file .*absent\.jsonl"):
         run_local(validate_config(config(tmp_path, detectors=dets)))
+
+
+# -- propagated variants -------------------------------------------------------------------------
+
+
+def test_detections_carry_the_propagation_variant_of_their_item(tmp_path, monkeypatch):
+    real_rows = det_mod.Detections.offline_rows
+
+    def fails_on_3x(self, d, det, item):
+        if item["variant"] == "3x":
+            raise OSError("blob unreadable")
+        return real_rows(self, d, det, item)
+
+    monkeypatch.setattr(det_mod.Detections, "offline_rows", fails_on_3x)
+    store, stats, _ = run_local(validate_config(config(tmp_path, propagation=[0, 2, 3])))
+    assert not stats["detections"].failures
+    ev = {e["eval_item_id"]: e for e in items(store)}
+    assert {e["variant"] for e in ev.values()} == {"0x", "2x", "3x"}
+    got = rows(store, "detections")
+    assert len(got) == 2 * len(ev)  # every variant of every item, both tracks
+    for r in got:
+        assert r["variant"] == ev[r["eval_item_id"]]["variant"]
+        # the error rows of the failed 3x items carry their variant too
+        assert (r["status"] == "error") == (r["variant"] == "3x")
+    clean = [r for r in got if r["variant"] == "0x"]
+    assert clean and all("@" not in r["eval_item_id"] for r in clean)
+    assert all(r["eval_item_id"].endswith("@2x") for r in got if r["variant"] == "2x")
+
+
+def test_a_file_prediction_serves_every_variant_of_its_sample(tmp_path):
+    d = config(tmp_path, propagation=[0, 1])
+    store, _, _ = run_local(validate_config(d))
+    ev = items(store)
+    sid = ev[0]["sample_id"]
+    path = tmp_path / "preds.jsonl"
+    path.write_text(json.dumps({"sample_id": sid, "answer": "fake", "explanation": "Seam."}))
+    dets = [{"name": "mine", "kind": "file", "path": str(path)}]
+    store, _, _ = run_local(validate_config(config(tmp_path, detectors=dets, propagation=[0, 1])))
+    mine = [r for r in rows(store, "detections") if r["sample_id"] == sid]
+    assert {(r["variant"], r["track"]) for r in mine} == {
+        (v, t) for v in ("0x", "1x") for t in ("complex", "simple")
+    }
+    assert {r["answer"] for r in mine} == {"fake"}
