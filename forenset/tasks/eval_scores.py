@@ -6,8 +6,9 @@ eval set, group): ``group_kind`` ``all`` (the whole set, Table 5's cells), ``gen
 ``generator_family`` (a fake's generator; the set's reals form the group ``real``) and
 ``variant`` (one group per propagation level, "0x" … "3x", reals and fakes together: the
 detection scores of SafeIMG §3.4 under repeated re-sharing; ``evaluation.propagation``). The
-``all`` group holds every item of the set, propagated variants included. Per perturbation
-family / severity of the catalogue is not built yet.
+``all``, ``generator`` and ``generator_family`` groups hold the clean items only (``0x``), so
+Table 5's cells stay the paper's clean figures when propagation is on. Per perturbation family /
+severity of the catalogue is not built yet.
 
 Detection (§5, App. 16.0.0.5): binary F1 with fake as the positive class and accuracy, by
 :func:`forenset.backends.scorers.detection_scores`; an unparseable answer (``answer`` null) is a
@@ -251,6 +252,8 @@ class EvalScores(Stage):
         groups: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
         for i in items:
             for kind in GROUP_KINDS:
+                if kind != "variant" and (i.get("variant") or "0x") != "0x":
+                    continue  # propagated copies are scored in their variant group only
                 key = (i["detector"], i["track"], i["eval_set"], kind, group_of(i, kind))
                 groups[key].append(i)
         rows = []
