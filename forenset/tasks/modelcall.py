@@ -19,7 +19,7 @@ from forenset.backends.llm.types import ChatRequest, ChatResult, LLMSettings
 from forenset.confbase import Strict, fingerprint_view, operational
 from forenset.seeds import derive_seed
 from forenset.tasks.base import StageContext
-from forenset.text.templates import load_template, render
+from forenset.text.templates import load_template
 
 
 class ModelStageConfig(Strict):
@@ -66,28 +66,8 @@ def model_stage_config(cfg: Any, templates: Sequence[str]) -> dict[str, Any]:
     return d
 
 
-def request(
-    task: str,
-    item_id: str,
-    template: str,
-    root: str | None,
-    *,
-    images: Sequence[bytes] = (),
-    response_model: type[BaseModel],
-    **variables: object,
-) -> ChatRequest:
-    """One ChatRequest from a project template (its id@version and hash travel with it)."""
-    system, user, pid, phash = render(template, root, **variables)
-    return ChatRequest(
-        task=task,
-        item_id=item_id,
-        system=system,
-        user=user,
-        images=list(images),
-        response_model=response_model,
-        prompt_id=pid,
-        prompt_hash=phash,
-    )
+# One ChatRequest from a project template (the stages call it ``request``).
+request = ChatRequest.from_template
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -25,6 +27,34 @@ class ChatRequest:
     seed: int | None = None
     prompt_id: str = ""
     prompt_hash: str = ""
+
+    @classmethod
+    def from_template(
+        cls,
+        task: str,
+        item_id: str,
+        template: str,
+        root: str | Path | None,
+        *,
+        images: Sequence[bytes] = (),
+        response_model: type[BaseModel] | None = None,
+        **variables: object,
+    ) -> ChatRequest:
+        """One request from a project template: its id@version and content hash travel with
+        it, so rows and caches say which prompt produced them."""
+        from forenset.text.templates import render
+
+        system, user, pid, phash = render(template, root, **variables)
+        return cls(
+            task=task,
+            item_id=item_id,
+            system=system,
+            user=user,
+            images=list(images),
+            response_model=response_model,
+            prompt_id=pid,
+            prompt_hash=phash,
+        )
 
     def __repr__(self) -> str:  # images can be megabytes: keep reprs short
         return (

@@ -38,7 +38,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from forenset.backends.llm.types import ChatRequest, ChatResult, LLMSettings
 from forenset.backends.scorers import phrase_match
 from forenset.backends.scorers.types import Score, null_score
-from forenset.text.templates import render
 
 if TYPE_CHECKING:
     from forenset.backends.llm.cache import ResponseCache
@@ -231,20 +230,14 @@ def extraction_request(
     item_id: str, explanation: str, *, prompts_root: str | Path | None = None
 ) -> ChatRequest:
     """Step 1 for one explanation (App. 15.0.0.1); the reply parses as ExtractedExplanation."""
-    system, user, pid, phash = render(
+    return ChatRequest.from_template(
+        EXTRACT_TEMPLATE,
+        item_id,
         EXTRACT_TEMPLATE,
         prompts_root,
+        response_model=ExtractedExplanation,
         explanation=explanation.strip(),
         schema=_schema(ExtractedExplanation),
-    )
-    return ChatRequest(
-        task=EXTRACT_TEMPLATE,
-        item_id=item_id,
-        system=system,
-        user=user,
-        response_model=ExtractedExplanation,
-        prompt_id=pid,
-        prompt_hash=phash,
     )
 
 
@@ -256,21 +249,15 @@ def coverage_request(
     prompts_root: str | Path | None = None,
 ) -> ChatRequest:
     """One directional pass (App. 15.0.0.2): source structure G against target text y."""
-    system, user, pid, phash = render(
+    return ChatRequest.from_template(
+        COVER_TEMPLATE,
+        item_id,
         COVER_TEMPLATE,
         prompts_root,
+        response_model=CoverageJudgment,
         structure=json.dumps(source.model_dump(), ensure_ascii=False, indent=1),
         target=target.strip(),
         schema=_schema(CoverageJudgment),
-    )
-    return ChatRequest(
-        task=COVER_TEMPLATE,
-        item_id=item_id,
-        system=system,
-        user=user,
-        response_model=CoverageJudgment,
-        prompt_id=pid,
-        prompt_hash=phash,
     )
 
 
