@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from forenset.backends.scorers.encoders import load_tokenizer, local_model_dir, max_tokens
+from forenset.backends.scorers.encoders import LocalModelScorer, max_tokens
 from forenset.backends.scorers.types import Score, null_score
 
 METRIC = "bertscore_f1"
@@ -65,12 +65,14 @@ def greedy_match(
     return p, r, f
 
 
-class BertScorer:
+class BertScorer(LocalModelScorer):
     """BERTScore over a local encoder; ``model_path=None`` yields null scores with the reason.
 
     ``layer`` indexes ``hidden_states`` (0 = embeddings; default: the last layer; bert-score's
     ``num_layers``). ``batch_size`` texts are embedded per forward pass.
     """
+
+    what = "BERTScore"
 
     def __init__(
         self,
@@ -81,26 +83,18 @@ class BertScorer:
         idf: bool = False,
         device: str = "cpu",
     ) -> None:
-        self.path = None if model_path is None else local_model_dir(model_path, "BERTScore")
-        self.model_label = "" if self.path is None else str(model_path)
+        super().__init__(model_path, batch_size=batch_size, device=device)
         self.layer = layer
-        self.batch_size = max(1, int(batch_size))
         self.idf = idf
-        self.device = torch.device(device)
-        self._tok: Any = None
-        self._model: Any = None
 
-    def _load(self) -> None:
-        if self._model is not None or self.path is None:
-            return
+    def _load_model(self, path: Path) -> Any:
         from transformers import AutoModel
 
-        self._tok = load_tokenizer(self.path, "BERTScore")
-        self._model = AutoModel.from_pretrained(str(self.path), local_files_only=True)
-        self._model.to(self.device).eval()
-        n = int(self._model.config.num_hidden_layers)
+        model = AutoModel.from_pretrained(str(path), local_files_only=True)
+        n = int(model.config.num_hidden_layers)
         if self.layer is not None and not 0 <= self.layer <= n:
             raise ValueError(f"layer {self.layer} out of range 0..{n} for {self.model_label}")
+        return model
 
     def embed(self, texts: Sequence[str]) -> list[_Embedded]:
         """Unit token vectors of each text (specials included), ``batch_size`` texts a pass."""

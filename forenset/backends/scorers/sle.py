@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from forenset.backends.scorers.encoders import load_tokenizer, local_model_dir, max_tokens
+from forenset.backends.scorers.encoders import LocalModelScorer, max_tokens
 from forenset.backends.scorers.types import Score, null_score
 from forenset.errors import ConfigurationError
 
@@ -41,34 +41,21 @@ def sle_normalise(raw: float) -> float:
     return (sle_clip(raw) + 1.0) / 5.0
 
 
-class SleScorer:
+class SleScorer(LocalModelScorer):
     """SLE over a local regression model (``num_labels=1``); ``None`` gives null scores."""
 
-    def __init__(
-        self, model_path: str | Path | None, *, batch_size: int = 32, device: str = "cpu"
-    ) -> None:
-        self.path = None if model_path is None else local_model_dir(model_path, "SLE")
-        self.model_label = "" if self.path is None else str(model_path)
-        self.batch_size = max(1, int(batch_size))
-        self.device = torch.device(device)
-        self._tok: Any = None
-        self._model: Any = None
+    what = "SLE"
 
-    def _load(self) -> None:
-        if self._model is not None or self.path is None:
-            return
+    def _load_model(self, path: Path) -> Any:
         from transformers import AutoModelForSequenceClassification
 
-        self._tok = load_tokenizer(self.path, "SLE")
-        model = AutoModelForSequenceClassification.from_pretrained(
-            str(self.path), local_files_only=True
-        )
+        model = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
         if int(model.config.num_labels) != 1:
             raise ConfigurationError(
                 f"SLE model {self.model_label!r} has {model.config.num_labels} labels; "
                 "a regression model has one"
             )
-        self._model = model.to(self.device).eval()
+        return model
 
     def raw(self, texts: Sequence[str]) -> list[float]:
         """Raw SLE regression outputs, ``batch_size`` texts per forward pass."""
