@@ -44,12 +44,11 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from forenset.backends.detectors.answers import LABELS, format_reply, parse_answer
-from forenset.backends.detectors.offline import Detection, ForensicDetector
 from forenset.backends.llm.types import ChatRequest
 from forenset.confbase import fingerprint_view
 from forenset.errors import ConfigurationError
@@ -74,6 +73,9 @@ from forenset.tasks.modelcall import (
     template_hashes,
 )
 from forenset.tasks.strategy import ModelStrategy
+
+if TYPE_CHECKING:  # scikit-learn stays unloaded until a detector trains
+    from forenset.backends.detectors.offline import Detection, ForensicDetector
 
 TEMPLATES = {"complex": "detect_complex", "simple": "detect_simple"}
 FILE_SHARD = "sets"  # a file detector's one shard covers both evaluation sets
@@ -256,6 +258,9 @@ class Detections(Stage):
 
     def trained(self, d: DetectorConfig, train: list[dict[str, Any]]) -> ForensicDetector:
         """The detector trained on this draw, once per process (the id and ood shards share it)."""
+        # scikit-learn loads here, not when the build config is read (it imports this module)
+        from forenset.backends.detectors.offline import ForensicDetector
+
         chosen = self.training_draw(d, train)
         counts = {lab: sum(r["label"] == lab for r in chosen) for lab in LABELS}
         if min(counts.values()) == 0:
