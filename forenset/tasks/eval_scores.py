@@ -7,8 +7,11 @@ eval set, group): ``group_kind`` ``all`` (the whole set, Table 5's cells), ``gen
 ``variant`` (one group per propagation level, "0x" … "3x", reals and fakes together: the
 detection scores of SafeIMG §3.4 under repeated re-sharing; ``evaluation.propagation``). The
 ``all``, ``generator`` and ``generator_family`` groups hold the clean items only (``0x``), so
-Table 5's cells stay the paper's clean figures when propagation is on. Per perturbation family /
-severity of the catalogue is not built yet.
+Table 5's cells stay the paper's clean figures when propagation is on. Items perturbed by the
+catalogue (``evaluation.perturbations``) are scored in three more group kinds only:
+``perturbation`` (one group per family, all its severities), ``perturbation_severity`` (one per
+family and severity, ``noise:0.5``) and ``severity`` (one per severity, all families); the
+clean baseline of the same samples is the ``variant=0x`` group.
 
 Detection (§5, App. 16.0.0.5): binary F1 with fake as the positive class and accuracy, by
 :func:`forenset.backends.scorers.detection_scores`; an unparseable answer (``answer`` null) is a
@@ -67,7 +70,11 @@ TRACK_METRICS: dict[str, tuple[str, ...]] = {
     "simple": ("bertscore_f1", "sle"),
 }
 METRICS = ("entity_score", "evidence_score", "bertscore_f1", "sle")
-GROUP_KINDS = ("all", "generator", "generator_family", "variant")
+GROUP_KINDS = (
+    "all", "generator", "generator_family", "variant",
+    "perturbation", "perturbation_severity", "severity",
+)  # fmt: skip
+PERTURBATION_KINDS = ("perturbation", "perturbation_severity", "severity")
 REAL_GROUP = "real"
 NO_FAKES = "no fake item in this group: the F1 of the fake class is undefined"
 NO_REFERENCE = "no item of this group has a reference explanation"
@@ -79,7 +86,20 @@ def reference_kind(track: str, label: str) -> str:
     return "authenticity" if label == "real" else track
 
 
-def group_of(item: dict[str, Any], kind: str) -> str:
+def group_of(item: dict[str, Any], kind: str) -> str | None:
+    """The group of ``item`` of this kind; None when the item is not in any group of it
+    (propagated and perturbed copies are only in their own kinds, clean items only outside
+    the perturbation kinds)."""
+    family = item.get("perturbation_family")
+    if kind in PERTURBATION_KINDS:
+        if not family:
+            return None
+        sev = f"{float(item['severity']):g}"
+        return {"perturbation": family, "severity": sev}.get(kind, f"{family}:{sev}")
+    if family:
+        return None
+    if kind != "variant" and (item.get("variant") or "0x") != "0x":
+        return None  # propagated copies are scored in their variant group only
     if kind == "all":
         return "all"
     if kind == "variant":
@@ -114,7 +134,7 @@ def _metric_columns(score: Score) -> dict[str, Any]:
 
 class EvalScores(Stage):
     name = "eval_scores"
-    version = "2"
+    version = "3"
     inputs = ("detections", "explanations", "eval_sets")
     input_columns = {
         "detections": (
@@ -122,7 +142,9 @@ class EvalScores(Stage):
             "variant", "label", "answer", "explanation",
         ),
         "explanations": ("sample_id", "kind", "text"),
-        "eval_sets": ("eval_item_id", "generator", "generator_family"),
+        "eval_sets": (
+            "eval_item_id", "generator", "generator_family", "perturbation_family", "severity",
+        ),
     }  # fmt: skip
     output_schema = SCHEMA
     key = "score_id"
@@ -252,10 +274,9 @@ class EvalScores(Stage):
         groups: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
         for i in items:
             for kind in GROUP_KINDS:
-                if kind != "variant" and (i.get("variant") or "0x") != "0x":
-                    continue  # propagated copies are scored in their variant group only
-                key = (i["detector"], i["track"], i["eval_set"], kind, group_of(i, kind))
-                groups[key].append(i)
+                group = group_of(i, kind)
+                if group is not None:
+                    groups[(i["detector"], i["track"], i["eval_set"], kind, group)].append(i)
         rows = []
         for (detector, track, eval_set, kind, group), members in sorted(groups.items()):
             rep = detection_scores([m["label"] for m in members], [m["answer"] for m in members])
@@ -309,9 +330,10 @@ ITEM_SCHEMA = pa.schema(
         for n in (
             "detection_id", "detector", "track", "eval_set", "eval_item_id", "sample_id",
             "variant", "label", "answer", "explanation", "generator", "generator_family",
-            "reference",
+            "perturbation_family", "reference",
         )
     ]
+    + [("severity", pa.float64())]
 )  # fmt: skip
 
 
@@ -336,6 +358,8 @@ def join_items(
                 **{k: d[k] for k in ITEM_SCHEMA.names if k in d},
                 "generator": g.get("generator"),
                 "generator_family": g.get("generator_family"),
+                "perturbation_family": g.get("perturbation_family"),
+                "severity": g.get("severity"),
                 "reference": refs.get((d["sample_id"], reference_kind(d["track"], d["label"]))),
             }
         )

@@ -69,26 +69,33 @@ def _write(store: RunStore, stage: str, shard_id: str, rows, schema, partition=N
     return info
 
 
-def with_variants(propagated):
+def with_variants(propagated, perturbed=()):
     """ITEMS as (eval_item_id, variant, item) with the propagated copies ``(sample, level,
-    answer)`` of ``propagated`` after them (same truth and texts, their own answer)."""
+    answer)`` of ``propagated`` and the perturbed copies ``(sample, family, severity, answer)``
+    of ``perturbed`` after them (same truth and texts, their own answer)."""
     by_id = {it[1]: it for it in ITEMS}
     out = [(f"{it[0]}/{it[1]}", "0x", it) for it in ITEMS]
     for sid, level, answer in propagated:
         it = by_id[sid]
         out.append((f"{it[0]}/{sid}@{level}x", f"{level}x", (*it[:5], answer, *it[6:])))
+    for sid, family, sev, answer in perturbed:
+        it = by_id[sid]
+        v = f"{family}:{sev:g}"
+        out.append((f"{it[0]}/{sid}@{v}", v, (*it[:5], answer, *it[6:])))
     return out
 
 
-def build_inputs(store: RunStore, detectors=("d1",), propagated=()):
+def build_inputs(store: RunStore, detectors=("d1",), propagated=(), perturbed=()):
     infos = []
-    items = with_variants(propagated)
+    items = with_variants(propagated, perturbed)
     for s in ("id", "ood"):
         rows = [
             _trace(
                 eval_item_id=iid, eval_set=es, sample_id=sid, label=label, generator=gen,
                 generator_family=fam, holdout=es == "ood", split="test", variant=variant,
-                propagation=int(variant[0]),
+                propagation=int(variant[0]) if variant.endswith("x") else 0,
+                perturbation_family=None if variant.endswith("x") else variant.split(":")[0],
+                severity=None if variant.endswith("x") else float(variant.split(":")[1]),
             )
             for iid, variant, (es, sid, label, gen, fam, *_) in items
             if es == s
@@ -123,7 +130,7 @@ def build_inputs(store: RunStore, detectors=("d1",), propagated=()):
     return infos
 
 
-def run_stage(tmp_path, scorers=None, enabled=True, propagated=()):
+def run_stage(tmp_path, scorers=None, enabled=True, propagated=(), perturbed=()):
     cfg = validate_config(
         small_config_dict(
             tmp_path / "run",
@@ -132,7 +139,7 @@ def run_stage(tmp_path, scorers=None, enabled=True, propagated=()):
     )
     store = RunStore(str(tmp_path / "run"))
     stage = EvalScores(StageContext(store, cfg))
-    specs = stage.plan_gathered(build_inputs(store, propagated=propagated))
+    specs = stage.plan_gathered(build_inputs(store, propagated=propagated, perturbed=perturbed))
     done = [execute_shard(stage, s) for s in specs]
     schema = base64.b64encode(stage.output_schema.serialize().to_pybytes()).decode()
     store.write_manifest("eval_scores", done, {"schema": schema})
@@ -197,6 +204,46 @@ def test_scores_per_propagation_variant_by_hand(tmp_path):
         assert out[f"d1/{track}/id/all=all"]["f1"] == pytest.approx(clean["f1"])
         assert out[f"d1/{track}/id/generator=gen-a"]["n"] == 2  # f1, f2 (not f1@1x)
     assert "d1/complex/id/variant=2x" not in out
+
+
+def test_scores_per_perturbation_family_and_severity_by_hand(tmp_path):
+    perturbed = [
+        ("f1", "noise", 0.2, "fake"),  # TP
+        ("f1", "noise", 0.8, "real"),  # FN: missed under strong noise
+        ("r1", "noise", 0.2, "real"),  # TN
+        ("r1", "noise", 0.8, "fake"),  # FP
+        ("f4", "blur", 0.8, None),  # unparseable: FN
+        ("r2", "blur", 0.8, "real"),  # TN
+        ("g1", "noise", 0.8, "fake"),  # ood: TP
+    ]
+    propagated = [("f1", 1, "real")]
+    _, _, _, out = run_stage(tmp_path, propagated=propagated, perturbed=perturbed)
+    for track in ("complex", "simple"):
+        noise = out[f"d1/{track}/id/perturbation=noise"]  # TP, FN, TN, FP
+        assert (noise["tp"], noise["fn"], noise["fp"], noise["tn"]) == (1, 1, 1, 1)
+        assert noise["f1"] == pytest.approx(0.5) and noise["accuracy"] == pytest.approx(0.5)
+        low = out[f"d1/{track}/id/perturbation_severity=noise:0.2"]  # TP, TN
+        assert (low["n"], low["f1"], low["accuracy"]) == (2, 1.0, 1.0)
+        high = out[f"d1/{track}/id/perturbation_severity=noise:0.8"]  # FN, FP
+        assert (high["n"], high["f1"], high["accuracy"]) == (2, 0.0, 0.0)
+        blur = out[f"d1/{track}/id/perturbation=blur"]  # FN (unparseable), TN
+        assert (blur["n_unparsed"], blur["f1"], blur["accuracy"]) == (1, 0.0, 0.5)
+        sev = out[f"d1/{track}/id/severity=0.8"]  # noise FN, FP + blur FN, TN
+        assert (sev["tp"], sev["fn"], sev["fp"], sev["tn"]) == (0, 2, 1, 1)
+        assert sev["accuracy"] == pytest.approx(0.25)
+        assert out[f"d1/{track}/id/severity=0.2"]["n"] == 2
+        ood = out[f"d1/{track}/ood/perturbation_severity=noise:0.8"]
+        assert (ood["n"], ood["f1"]) == (1, 1.0)
+        # perturbed copies stay out of Table 5 and out of the propagation groups
+        assert out[f"d1/{track}/id/all=all"]["n"] == 7
+        assert out[f"d1/{track}/id/generator=gen-a"]["n"] == 2
+        assert out[f"d1/{track}/id/variant=0x"]["n"] == 7
+        assert out[f"d1/{track}/id/variant=1x"]["n"] == 1
+    kinds = {r["group_kind"] for r in out.values()}
+    assert {"perturbation", "perturbation_severity", "severity"} <= kinds
+    assert not any(
+        r["group"].startswith("noise") for r in out.values() if r["group_kind"] == "variant"
+    )
 
 
 def test_entity_evidence_offline_and_unconfigured_models_are_null(tmp_path):
