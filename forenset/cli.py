@@ -324,6 +324,16 @@ def eval_(
         console.print("models: " + "; ".join(t5.models))
     for (header, why), where in t5.reasons.items():
         console.print(f"{DASH} {header}: {why} ({', '.join(where)})")
+    from forenset.report.evaluation import ROBUST_HEADERS, robustness
+
+    rb = robustness(connect(store, ["eval_scores"]))
+    if rb is not None:
+        table = Table(title="Robustness: accuracy and F1 (%) per variant and perturbation")
+        for col in ROBUST_HEADERS:
+            table.add_column(col, justify="right" if col in ROBUST_HEADERS[5:] else "left")
+        for row in rb.rows:
+            table.add_row(*row)
+        console.print(table)
 
 
 def _open(run_dir: str):

@@ -318,7 +318,26 @@ def evaluation_section(store: RunStore, con: Any) -> str:
                 values.append(100 * v)
     if values:
         out += img_tag(bar_plot(labels, values, "Detection F1 (%), ID vs OOD"), "F1 ID vs OOD")
+    out += robustness_section(con)
     return out
+
+
+def robustness_section(con: Any) -> str:
+    """Accuracy per perturbation family and per propagation level (plots) and the table of
+    every robustness group; empty when only clean items were scored."""
+    from forenset.report.evaluation import ROBUST_HEADERS, grouped_bars, robustness
+
+    rb = robustness(con)
+    if rb is None:
+        return ""
+    out = "<h3>Robustness: accuracy per perturbation family and propagation level</h3>"
+    if rb.by_family:
+        fig = grouped_bars(rb.by_family, "Accuracy (%) per perturbation family", "family")
+        out += img_tag(_fig_uri(fig), "accuracy per perturbation family")
+    if rb.by_level:
+        fig = grouped_bars(rb.by_level, "Accuracy (%) per propagation level", "re-sharing rounds")
+        out += img_tag(_fig_uri(fig), "accuracy per propagation level")
+    return out + table(ROBUST_HEADERS, rb.rows)
 
 
 def _thumb(store: RunStore, blob: str | None, boxes: Sequence[Sequence[float]] = ()) -> str | None:

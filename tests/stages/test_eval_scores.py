@@ -392,3 +392,46 @@ def test_report_shows_table5_and_the_f1_plot(tmp_path, models):
     assert "no BERTScore model configured" in section
     assert "data:image/png;base64," in section  # F1 ID vs OOD bar chart
     assert evaluation_section(RunStore(str(tmp_path / "empty")), con) == ""
+
+
+PERTURBED = [
+    ("f1", "noise", 0.2, "fake"),
+    ("f1", "noise", 0.8, "real"),
+    ("r1", "noise", 0.2, "real"),
+    ("r1", "noise", 0.8, "fake"),
+    ("r2", "blur", 0.8, "real"),
+]
+
+
+def test_robustness_table_and_plot_series_by_hand(tmp_path):
+    from forenset.report.evaluation import CLEAN, robustness
+    from forenset.store.views import connect
+
+    store, *_ = run_stage(tmp_path, propagated=[("f1", 1, "real")], perturbed=PERTURBED)
+    rb = robustness(connect(store, ["eval_scores"]))
+    assert rb is not None
+    # id set: clean 3/7; noise TP TN FN FP = 2/4; blur TN = 1/1; 1x FN = 0/1
+    assert rb.by_family["d1/complex ID"] == pytest.approx(
+        {CLEAN: 100 * 3 / 7, "noise": 50.0, "blur": 100.0}
+    )
+    assert rb.by_level["d1/simple ID"] == pytest.approx({"0x": 100 * 3 / 7, "1x": 0.0})
+    assert "d1/complex OOD" not in rb.by_family or len(rb.by_family["d1/complex OOD"]) == 1
+    row = ["d1", "complex", "ID", "perturbation_severity", "noise:0.8", "2", "0.00", "0.00"]
+    assert row in rb.rows
+    _, _, _, clean_only = run_stage(tmp_path / "clean")
+    assert robustness(connect(RunStore(str(tmp_path / "clean" / "run")), ["eval_scores"])) is None
+
+
+def test_cli_and_report_show_the_robustness_groups(tmp_path):
+    from forenset.report.html import evaluation_section
+    from forenset.store.views import connect
+
+    store, *_ = run_stage(tmp_path, propagated=[("f1", 1, "real")], perturbed=PERTURBED)
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")], terminal_width=220)
+    assert res.exit_code == 0, res.output
+    line = next(ln for ln in res.output.splitlines() if "noise:0.2" in ln and "complex" in ln)
+    assert "100.00" in line  # TP + TN
+    section = evaluation_section(store, connect(store, ["eval_scores"]))
+    assert 'alt="accuracy per perturbation family"' in section
+    assert 'alt="accuracy per propagation level"' in section
+    assert "<td>noise:0.8</td>" in section
