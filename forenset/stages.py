@@ -41,8 +41,9 @@ BUILTIN: dict[str, str] = {
     "eval_scores": "forenset.tasks.eval_scores:EvalScores",
 }
 
-# Tables that no stage writes (``forenset import-annotations`` writes ``annotations``).
-NON_STAGE_TABLES: tuple[str, ...] = ("annotations",)
+# Tables that no stage writes (``forenset import-annotations`` writes ``annotations``,
+# ``forenset import-gold`` writes ``gold_references``).
+NON_STAGE_TABLES: tuple[str, ...] = ("annotations", "gold_references")
 
 
 class RegistryError(RuntimeError):

@@ -166,3 +166,34 @@ def grouped_bars(series: dict[str, dict[str, float]], title: str, xlabel: str) -
     ax.set_title(title)
     ax.legend(fontsize=7)
     return fig
+
+
+# -- human gold references: inter-annotator agreement -----------------------------------------
+
+
+def gold_agreement(store: Any, evaluator: Any = None) -> Any:
+    """Agreement of the ``gold_references`` table's annotators (an
+    :class:`~forenset.backends.scorers.agreement.Agreement`), by ``evaluator`` (default: the
+    offline phrase matcher, labelled as such); None when nothing was imported."""
+    from forenset.backends.scorers.agreement import agreement
+    from forenset.backends.scorers.entity_evidence import OfflineEntityEvidenceEvaluator
+    from forenset.exports.labelstudio_gold import TABLE, gold_texts
+
+    if not store.manifest(TABLE):
+        return None
+    return agreement(gold_texts(store), evaluator or OfflineEntityEvidenceEvaluator())
+
+
+def agreement_line(ag: Any) -> str:
+    """One line for the terminal and the report, beside the paper's figures."""
+    from forenset.backends.scorers.agreement import PAPER
+
+    def f(v: float | None) -> str:
+        return DASH if v is None else f"{v:.2f}"
+
+    return (
+        f"inter-annotator agreement (gold references, {ag.n_items} images, {ag.n_pairs} pairs"
+        + (f", {ag.n_failed} failed" if ag.n_failed else "")
+        + f"): EntityScore {f(ag.entity_score)}, EvidenceScore {f(ag.evidence_score)} "
+        f"[{ag.model}]; paper: {PAPER['entity_score']:.2f} / {PAPER['evidence_score']:.2f}"
+    )

@@ -318,6 +318,11 @@ def evaluation_section(store: RunStore, con: Any) -> str:
                 values.append(100 * v)
     if values:
         out += img_tag(bar_plot(labels, values, "Detection F1 (%), ID vs OOD"), "F1 ID vs OOD")
+    from forenset.report.evaluation import agreement_line, gold_agreement
+
+    ag = gold_agreement(store)
+    if ag is not None:
+        out += f"<p>{html.escape(agreement_line(ag))}</p>"
     out += robustness_section(con)
     return out
 

@@ -29,6 +29,11 @@ complex    ``complex``             ``authenticity``
 simple     ``simple``              ``authenticity``
 =========  ======================  ===========================
 
+With ``scorers.references: gold`` the references are the human gold explanations instead
+(``gold_references``, imported by ``forenset import-gold``; its shards join this stage's inputs,
+so a new import recomputes the scores): a fake's complex track is scored against the gold text
+of its sample (of several annotators', the first by annotator name; all of them are used for the
+agreement); gold texts explain fakes only, so reals and the simple track have no reference then.
 Reals have one reference only (the dataset writes no simple authenticity text), so both tracks
 use it; an item whose sample has no reference is left out of the explanation means and counted
 in ``n_no_reference``. An item with no explanation (the detector gave none) earns no credit:
@@ -76,6 +81,7 @@ GROUP_KINDS = (
 )  # fmt: skip
 PERTURBATION_KINDS = ("perturbation", "perturbation_severity", "severity")
 REAL_GROUP = "real"
+GOLD_TABLE = "gold_references"  # written by forenset import-gold (not a stage)
 NO_FAKES = "no fake item in this group: the F1 of the fake class is undefined"
 NO_REFERENCE = "no item of this group has a reference explanation"
 
@@ -142,6 +148,7 @@ class EvalScores(Stage):
             "variant", "label", "answer", "explanation",
         ),
         "explanations": ("sample_id", "kind", "text"),
+        GOLD_TABLE: ("sample_id", "annotator", "text"),  # scorers.references: gold only
         "eval_sets": (
             "eval_item_id", "generator", "generator_family", "perturbation_family", "severity",
         ),
@@ -163,6 +170,8 @@ class EvalScores(Stage):
         for s in EVAL_SETS:
             # shards partitioned by another eval set cannot hold this set's rows
             mine = [u for u in upstream if u.partition.get("eval_set", s) == s]
+            if self.cfg.scorers.references == "gold":
+                mine += self.ctx.store.manifest(GOLD_TABLE)
             if any(u.stage == "detections" for u in mine):
                 specs.append(self.spec(s, {"eval_set": s}, mine, {"eval_set": s}))
         return specs
@@ -180,9 +189,12 @@ class EvalScores(Stage):
     def read_inputs(self, shard: ShardSpec) -> pa.Table:
         """The ok detections of this eval set joined with their item's generator (eval_sets)
         and reference explanation (explanations): see :func:`join_items`."""
+        explanations = self._read(shard, "explanations")
+        if self.cfg.scorers.references == "gold":
+            explanations = gold_as_references(self._read(shard, GOLD_TABLE))
         return join_items(
             self._read(shard, "detections"),
-            self._read(shard, "explanations"),
+            explanations,
             self._read(shard, "eval_sets"),
             eval_set=shard.params["eval_set"],
         )
@@ -322,6 +334,16 @@ class EvalScores(Stage):
         for r in rows:
             r.update(status="ok", backend="scorers", stage_version=self.version, elapsed_ms=ms)
         return self.to_table(rows)
+
+
+def gold_as_references(gold: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Gold rows as ``explanations`` rows of kind ``complex``: one per sample, the text of the
+    first annotator by name (module doc)."""
+    first: dict[str, dict[str, Any]] = {}
+    for g in sorted(gold, key=lambda g: (g["sample_id"] or "", g["annotator"] or "")):
+        if g["sample_id"] and g.get("text"):
+            first.setdefault(g["sample_id"], g)
+    return [{"sample_id": s, "kind": "complex", "text": g["text"]} for s, g in first.items()]
 
 
 ITEM_SCHEMA = pa.schema(

@@ -137,6 +137,8 @@ class ScorersConfig(Strict):
     evaluator: LLMSettings | None = None
     bertscore_model: str | None = None
     sle_model: str | None = None
+    # "gold": fakes' complex track against the human gold references (gold_references table)
+    references: Literal["dataset", "gold"] = "dataset"
 
 
 class EvaluationConfig(Strict):

@@ -130,7 +130,20 @@ def build_inputs(store: RunStore, detectors=("d1",), propagated=(), perturbed=()
     return infos
 
 
-def run_stage(tmp_path, scorers=None, enabled=True, propagated=(), perturbed=()):
+def write_gold(store: RunStore, gold, shard_id="import-a"):
+    """A gold_references shard as forenset import-gold writes it: (sample, annotator, text)."""
+    from forenset.schemas.gold_references import SCHEMA as GOLD
+
+    rows = [
+        {"gold_id": f"{sid}-{a}", "sample_id": sid, "annotator": a, "text": t, "status": "ok"}
+        for sid, a, t in gold
+    ]
+    rows.append({"gold_id": "bad", "sample_id": "f2", "annotator": "a", "status": "error"})
+    info = _write(store, "gold_references", shard_id, rows, GOLD)
+    store.write_manifest("gold_references", [info])
+
+
+def run_stage(tmp_path, scorers=None, enabled=True, propagated=(), perturbed=(), gold=None):
     cfg = validate_config(
         small_config_dict(
             tmp_path / "run",
@@ -138,6 +151,8 @@ def run_stage(tmp_path, scorers=None, enabled=True, propagated=(), perturbed=())
         )
     )
     store = RunStore(str(tmp_path / "run"))
+    if gold is not None:
+        write_gold(store, gold)
     stage = EvalScores(StageContext(store, cfg))
     specs = stage.plan_gathered(build_inputs(store, propagated=propagated, perturbed=perturbed))
     done = [execute_shard(stage, s) for s in specs]
@@ -303,7 +318,9 @@ def test_planning_and_fingerprint_scope(tmp_path, models):
     _, stage, specs, _ = run_stage(tmp_path / "a")
     _, _, specs_b, _ = run_stage(tmp_path / "b", {"bertscore_model": models[0]})
     assert specs[0].fingerprint != specs_b[0].fingerprint  # a scorer setting recomputes
-    assert stage.stage_config() == {"evaluator": None, "bertscore_model": None, "sle_model": None}
+    assert stage.stage_config() == {
+        "evaluator": None, "bertscore_model": None, "sle_model": None, "references": "dataset",
+    }  # fmt: skip
     assert {i.stage for i in specs[0].inputs} == {"detections", "explanations", "eval_sets"}
     assert all(i.partition.get("eval_set", "id") == "id" for i in specs[0].inputs)
 
@@ -435,3 +452,33 @@ def test_cli_and_report_show_the_robustness_groups(tmp_path):
     assert 'alt="accuracy per perturbation family"' in section
     assert 'alt="accuracy per propagation level"' in section
     assert "<td>noise:0.8</td>" in section
+
+
+GOLD = [
+    ("f1", "b", T_HAND),  # f1: annotator a comes first by name
+    ("f1", "a", T_HAND_SIGN),  # = f1's complex explanation: 1
+    ("f3", "a", T_SHADOW),  # f3 explains T_HAND: 0
+    ("r1", "a", T_WALL),  # not a fake: still only fakes' complex track is scored
+]
+
+
+def test_gold_references_replace_the_dataset_references(tmp_path):
+    store, stage, specs, out = run_stage(tmp_path, {"references": "gold"}, gold=GOLD)
+    assert "gold_references" in {i.stage for i in specs[0].inputs}
+    a = out["d1/complex/id/all=all"]
+    # scored against gold: f1 (1) and f3 (0); f2, f4 and the reals have no gold reference
+    assert (a["n_explained"], a["n_no_reference"]) == (2, 5)
+    assert a["entity_score"] == pytest.approx(0.5) and a["evidence_score"] == pytest.approx(0.5)
+    s = out["d1/simple/id/all=all"]
+    assert s["n_explained"] == 0 and s["bertscore_f1"] is None
+    assert a["f1"] == pytest.approx(0.5)  # detection scores do not depend on references
+    # a new gold import changes the scores' fingerprint (recomputed on the next build)
+    write_gold(store, GOLD[:2], shard_id="import-b")
+    again = stage.plan_gathered(build_inputs(RunStore(str(tmp_path / "x"))))
+    assert again[0].fingerprint != specs[0].fingerprint
+
+
+def test_gold_references_ignored_unless_asked(tmp_path):
+    _, _, specs, out = run_stage(tmp_path, gold=GOLD)
+    assert "gold_references" not in {i.stage for i in specs[0].inputs}
+    assert out["d1/complex/id/all=all"]["n_explained"] == 6  # the dataset's references
