@@ -74,6 +74,10 @@ def import_annotations_cmd(
     append: Annotated[
         bool, typer.Option("--append", help="Keep earlier imports in the annotations table.")
     ] = False,
+    tasks: Annotated[
+        Path | None,
+        typer.Option("--tasks", help="The exported task file: its tasks absent here are errors."),
+    ] = None,
 ) -> None:
     """Store a completed Label Studio export as the `annotations` table of RUN_DIR."""
     from forenset.exports.labelstudio import AnnotationImportError, import_annotations
@@ -82,7 +86,7 @@ def import_annotations_cmd(
         _fail(f"{export_json} does not exist")
     store = _store(run_dir)
     try:
-        info = import_annotations(store, export_json, append=append)
+        info = import_annotations(store, export_json, append=append, tasks_file=tasks)
     except AnnotationImportError as e:
         _fail(str(e))
     typer.echo(json.dumps({"path": info.path, "rows": info.rows, "counts": info.counts}))
