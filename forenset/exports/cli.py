@@ -92,6 +92,65 @@ def import_annotations_cmd(
     typer.echo(json.dumps({"path": info.path, "rows": info.rows, "counts": info.counts}))
 
 
+def _ls_token(env: str) -> str:
+    import os
+
+    token = os.environ.get(env)
+    if not token:
+        _fail(f"set {env} to a Label Studio API token (Account & Settings > Access Token)")
+    return str(token)
+
+
+def _ls_dir(store, out: Path | None) -> Path:
+    from forenset.exports.data import default_out
+
+    return Path(out) if out else Path(default_out(store, "labelstudio"))
+
+
+@app.command("labelstudio-setup")
+def labelstudio_setup_cmd(
+    run_dir: Annotated[str, typer.Argument(help="Run directory (local).")],
+    url: Annotated[str, typer.Option(help="Label Studio URL.")] = "http://localhost:8080",
+    export_dir: Annotated[
+        Path | None, typer.Option("--export-dir", help="The labelstudio export folder.")
+    ] = None,
+    token_env: Annotated[str, typer.Option(help="Variable holding the API token.")] = (
+        "LABEL_STUDIO_API_KEY"
+    ),
+) -> None:
+    """Create the triage and region projects, each with a Local Files storage, and push tasks."""
+    from forenset.exports.labelstudio_api import LabelStudioError, setup_projects
+
+    store = _store(run_dir)
+    try:
+        state = setup_projects(store, _ls_dir(store, export_dir), url, _ls_token(token_env))
+    except (LabelStudioError, OSError) as e:
+        _fail(str(e))
+    typer.echo(json.dumps(state))
+
+
+@app.command("labelstudio-pull")
+def labelstudio_pull_cmd(
+    run_dir: Annotated[str, typer.Argument(help="Run directory (local).")],
+    export_dir: Annotated[
+        Path | None, typer.Option("--export-dir", help="The labelstudio export folder.")
+    ] = None,
+    token_env: Annotated[str, typer.Option(help="Variable holding the API token.")] = (
+        "LABEL_STUDIO_API_KEY"
+    ),
+) -> None:
+    """Import both projects' annotations into RUN_DIR; push region tasks of new `ann` samples."""
+    from forenset.exports.labelstudio import AnnotationImportError
+    from forenset.exports.labelstudio_api import LabelStudioError, pull_annotations
+
+    store = _store(run_dir)
+    try:
+        res = pull_annotations(store, _ls_dir(store, export_dir), _ls_token(token_env))
+    except (LabelStudioError, AnnotationImportError, OSError) as e:
+        _fail(str(e))
+    typer.echo(json.dumps(res))
+
+
 @app.command("report")
 def report_cmd(
     run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
