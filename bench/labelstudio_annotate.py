@@ -27,7 +27,9 @@ def annotate(c: httpx.Client, url: str, task: int, result: list[dict]) -> None:
 def main() -> None:
     url, token, export, step = sys.argv[1:5]
     state = json.loads((Path(export) / "labelstudio_projects.json").read_text())
-    c = httpx.Client(headers={"Authorization": f"Token {token}"}, timeout=60)
+    r = httpx.post(f"{url}/api/token/refresh/", json={"refresh": token}, timeout=60)
+    r.raise_for_status()
+    c = httpx.Client(headers={"Authorization": f"Bearer {r.json()['access']}"}, timeout=60)
     if step == "triage":
         ts = tasks(c, url, state["triage"])
         img = c.get(url + ts[0]["data"]["image"])

@@ -13,7 +13,6 @@ WORK=${1:-$(mktemp -d /tmp/ls-roundtrip.XXXX)}
 PY=${FORENSET_PY:-python}
 LS_VENV=${LS_VENV:-$WORK/ls-venv}
 PORT=${LS_PORT:-8089}
-TOKEN=forenset0roundtrip0token0000000000000000
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p "$WORK"
 if [ ! -x "$LS_VENV/bin/label-studio" ]; then
@@ -36,7 +35,7 @@ EXPORT=$RUN/exports/labelstudio
 LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED=true LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT=$EXPORT \
   LABEL_STUDIO_BASE_DATA_DIR=$WORK/lsdata \
   "$LS_VENV/bin/label-studio" start --no-browser --port "$PORT" --data-dir "$WORK/lsdata" \
-  --username rt@example.org --password roundtrip-pass --user-token "$TOKEN" \
+  --username rt@example.org --password roundtrip-pass \
   > "$WORK/ls.log" 2>&1 &
 LS_PID=$!
 trap 'kill $LS_PID 2>/dev/null || true' EXIT
@@ -44,6 +43,13 @@ for _ in $(seq 1 180); do
   curl -sf "http://localhost:$PORT/health" > /dev/null && break
   sleep 2
 done
+# LS 1.23 disables legacy tokens for new organisations: mint a personal access token (a JWT
+# refresh token; forenset exchanges it for an access token) for the user.
+LSP=$("$LS_VENV/bin/python" -c "import label_studio, os; print(os.path.dirname(label_studio.__file__))")
+TOKEN=$(cd "$LSP" && LABEL_STUDIO_BASE_DATA_DIR=$WORK/lsdata "$LS_VENV/bin/python" manage.py shell -c "
+from users.models import User
+from jwt_auth.models import LSAPIToken
+print(LSAPIToken.for_user(User.objects.get(email='rt@example.org')).get_full_jwt())" 2>/dev/null | tail -1)
 export LABEL_STUDIO_API_KEY=$TOKEN
 $PY -m forenset.cli labelstudio-setup "$RUN" --url "http://localhost:$PORT"
 $PY "$ROOT/bench/labelstudio_annotate.py" "http://localhost:$PORT" "$TOKEN" "$EXPORT" triage

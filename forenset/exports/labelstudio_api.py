@@ -41,7 +41,7 @@ class LabelStudio:
         self.url = url.rstrip("/")
         self.http = client or httpx.Client(timeout=60)
         if token.count(".") == 2:  # a personal access token (JWT refresh token)
-            r = self.http.post(f"{self.url}/api/token/refresh", json={"refresh": token})
+            r = self.http.post(f"{self.url}/api/token/refresh/", json={"refresh": token})
             self._check(r, "token refresh")
             self.auth = f"Bearer {r.json()['access']}"
         else:
@@ -59,7 +59,7 @@ class LabelStudio:
 
     def create_project(self, title: str, label_config: str) -> int:
         doc = {"title": title, "label_config": label_config}
-        return int(self.call("POST", "/api/projects", "create project", json=doc)["id"])
+        return int(self.call("POST", "/api/projects/", "create project", json=doc)["id"])
 
     def add_local_storage(self, project: int, path: Path, title: str) -> int:
         doc = {
@@ -69,7 +69,7 @@ class LabelStudio:
             "use_blob_urls": True,
             "regex_filter": ".*",
         }
-        return int(self.call("POST", "/api/storages/localfiles", "add storage", json=doc)["id"])
+        return int(self.call("POST", "/api/storages/localfiles/", "add storage", json=doc)["id"])
 
     def import_tasks(self, project: int, tasks: list[dict[str, Any]]) -> int:
         if not tasks:

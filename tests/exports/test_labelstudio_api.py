@@ -20,7 +20,7 @@ class FakeLS:
 
     def __call__(self, req: httpx.Request) -> httpx.Response:
         self.auth.append(req.headers.get("Authorization"))
-        p = req.url.path
+        p = req.url.path.rstrip("/")
         if p == "/api/token/refresh":
             return httpx.Response(200, json={"access": "ACCESS"})
         if p == "/api/projects" and req.method == "POST":
