@@ -242,3 +242,16 @@ def test_simulated_annotations_are_labelled(run):
     rows = t["D_ann"] + t["D_hard"] + t["excluded"]
     assert len(rows) == 5 and all(r["simulated"] for r in rows)
     assert all("simulated" in a["text"] for r in t["D_ann"] for a in r["anomalies"])
+
+
+def test_cli_simulated_demo_prints_both_tables(run):
+    from typer.testing import CliRunner
+
+    from forenset.exports.cli import app
+
+    res = CliRunner().invoke(app, ["safeimg", str(run.root), "--simulate"])
+    assert res.exit_code == 0, res.output
+    assert "simulated triage" in res.output and "SIMULATED annotations" in res.output
+    assert "Table 2" in res.output and "Table 3" in res.output
+    scores = json.loads(open(run.path("benchmarks/safeimg/scores.json")).read())
+    assert scores["simulated_annotations"] is True and scores["counts"]["D_SafeIMG"] >= 1

@@ -108,3 +108,55 @@ def test_judge_request_and_reply_to_matrix():
         {"matches": [{"anomaly": 1, "rationale": 1}, {"anomaly": 3, "rationale": 1}]}
     )
     assert matrix_from(j, 1, 2) == [[True, False]]  # H3 does not exist: ignored
+
+
+def test_model_judge_through_the_fake_openai_server(openai_server, monkeypatch):
+    import re
+
+    from forenset.backends.llm.types import LLMSettings, ModelSpec
+    from forenset.backends.scorers.safeimg import ModelAlignmentJudge
+    from forenset.testing.fake_openai import last_user_text
+
+    def reply(body):
+        # the scripted judge: a rationale hits an anomaly when they share a word of 5+ letters
+        text = last_user_text(body)
+        hs = re.findall(r"H(\d+)\. \[\w+\] (.*)", text)
+        rs = re.findall(r"R(\d+)\. (.*)", text)
+        words = lambda s: set(re.findall(r"[a-z]{5,}", s.lower()))  # noqa: E731
+        return {
+            "matches": [
+                {"anomaly": int(h), "rationale": int(r)}
+                for h, ht in hs
+                for r, rt in rs
+                if words(ht) & words(rt)
+            ]
+        }
+
+    openai_server.reply = reply
+    spec = ModelSpec(
+        backend="openai",
+        model="gpt-judge",
+        base_url=openai_server.base_url,
+        api_key_env="FAKE_SCORER_KEY",
+        timeout_s=5.0,
+    )
+    judge = ModelAlignmentJudge(
+        LLMSettings(pool=[spec], repair_retries=0), build_seed=1, stage="safeimg-test"
+    )
+    items = [
+        (
+            "i1",
+            [
+                Anomaly("text", None, "garbled letters on the banner"),
+                Anomaly("physics", None, "truck floating above road"),
+            ],
+            [Rationale("banner letters are garbled"), Rationale("lighting is soft")],
+        ),
+        ("i2", [Anomaly("hands", None, "six fingers")], []),  # no rationale: no call
+    ]
+    (m1, r1), (m2, r2) = judge.judge(items)
+    assert m1 == [[True, False], [False, False]] and r1.model == "gpt-judge"
+    assert m2 == [[]] and r2 is None
+    assert len(openai_server.requests) == 1
+    a = align(m1, 2)
+    assert (a.human_covered, a.ai_supported) == (0.5, 0.5)
