@@ -333,7 +333,7 @@ def eval_(
 
     ag = gold_agreement(store)
     if ag is not None:
-        console.print(agreement_line(ag))
+        console.print(agreement_line(ag), markup=False)
     rb = robustness(connect(store, ["eval_scores"]))
     if rb is not None:
         table = Table(title="Robustness: accuracy and F1 (%) per variant and perturbation")
