@@ -460,6 +460,50 @@ def import_gold_(
     console.print_json(json.dumps(res))
 
 
+@app.command("reward")
+def reward(
+    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
+    label_studio: Annotated[
+        Path | None, typer.Option(help="Also write the Label Studio triplet task here.")
+    ] = None,
+    hf: Annotated[
+        Path | None, typer.Option(help="Also write the triplets + labels as an HF dataset here.")
+    ] = None,
+) -> None:
+    """The reward benchmark (XAIGID-RewardBench): policy accuracy (Tables 1-2), policy Elo
+    (Tables 3/5), judges' Acc(4)/Acc(2) (Table 4), agreement and tied triplets."""
+    store = _open(run_dir)
+    if not store.manifest("reward_scores"):
+        fail(f"{run_dir} has no reward_scores: build it with reward.enabled", code=1)
+    from forenset.report.reward import reward_tables
+    from forenset.store.views import connect
+
+    got = reward_tables(connect(store, ["reward_scores", "reward_labels"]))
+    for t in got.tables:
+        table = Table(title=t.title)
+        for i, col in enumerate(t.headers):
+            table.add_column(col, justify="left" if i < 2 else "right")
+        for row in t.rows:
+            table.add_row(*row)
+        console.print(table)
+    for note in got.notes:
+        console.print(note)
+    if got.ties:
+        console.print(
+            f"{len(got.ties)} tied triplet(s) to resolve (reward.labels.resolutions): "
+            + ", ".join(got.ties)
+        )
+    if label_studio is not None or hf is not None:
+        from forenset.exports.reward import export_reward_hf, label_studio_tasks
+
+        if label_studio is not None:
+            done = label_studio_tasks(store, label_studio)
+            console.print(f"label studio: {done['tasks']} tasks in {label_studio}")
+        if hf is not None:
+            done = export_reward_hf(store, hf)
+            console.print(f"hf dataset: {done['triplets']} triplets in {hf}")
+
+
 def _mount_subapps() -> None:
     from forenset.exports.cli import app as exports_app
     from forenset.perturbations.cli import app as perturb_app
@@ -472,7 +516,7 @@ def _mount_subapps() -> None:
     app.add_typer(exports_app)  # export, import-annotations, report at top level
 
 
-CORE_COMMANDS = {"build", "status", "query", "split", "eval"}
+CORE_COMMANDS = {"build", "status", "query", "split", "eval", "reward"}
 
 
 def main() -> None:

@@ -345,6 +345,25 @@ def robustness_section(con: Any) -> str:
     return out + table(ROBUST_HEADERS, rb.rows)
 
 
+def reward_section(store: RunStore, con: Any) -> str:
+    """The reward benchmark's tables (XAIGID-RewardBench Tables 1-5); empty without
+    ``reward_scores`` (the reward family is opt-in)."""
+    from forenset.report.reward import reward_tables
+
+    if not store.manifest("reward_scores"):
+        return ""
+    got = reward_tables(con)
+    out = "<h2>Reward benchmark (XAIGID-RewardBench)</h2>"
+    for t in got.tables:
+        out += f"<h3>{html.escape(t.title)}</h3>" + table(t.headers, t.rows)
+    items = [*got.notes] + (
+        [f"tied triplets to resolve: {', '.join(got.ties)}"] if got.ties else []
+    )
+    if items:
+        out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in items) + "</ul>"
+    return out
+
+
 def _thumb(store: RunStore, blob: str | None, boxes: Sequence[Sequence[float]] = ()) -> str | None:
     """A PNG data URI of the blob (at most 256 px, boxes drawn), or None when it cannot be read."""
     from PIL import Image, ImageDraw, UnidentifiedImageError
@@ -424,6 +443,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
         perturbation_section(con),
         explanation_section(con, seed),
         evaluation_section(store, con),
+        reward_section(store, con),
         shared_stats_section(con),
         gallery_section(store, samples, gallery, seed),
     ]
