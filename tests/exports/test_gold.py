@@ -158,3 +158,54 @@ def test_import_gold_cli_prints_problems_and_agreement(exported, tmp_path):
 
 def test_problem_sentences_count():
     assert problem_sentence("empty_text", 3) == "3 annotations have an empty explanation."
+
+
+def test_import_gold_agreement_by_a_model_evaluator(exported, tmp_path, monkeypatch):
+    """--evaluator: the agreement's EntityScore / EvidenceScore from an llm: pool (the fake
+    OpenAI server finds one entity and one claim in every text and supports them all)."""
+    import yaml
+
+    from forenset.backends.llm import reset_limiters
+    from forenset.cli import app
+    from forenset.testing.fake_openai import FakeOpenAI, request_text
+
+    def reply(body):
+        if "convert one free-form explanation" in " ".join(request_text(body).split()):
+            return {
+                "diagnostic_entities": [{"entity_id": "E1", "name": "hand"}],
+                "evidence_claims": [{"claim_id": "C1", "entity_id": "E1", "claim": "blurry"}],
+            }
+        return {
+            "entities": [{"entity_id": "E1", "supported": True}],
+            "claims": [{"claim_id": "C1", "supported": True}],
+        }
+
+    store, out, _ = exported
+    run = tmp_path / "run"
+    shutil.copytree(store.root, run)
+    tasks = json.loads((out / "gold_tasks.json").read_text())
+    shared = json.loads((out / "gold_overlap_tasks.json").read_text())
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(ls_export(tasks, shared)))
+    monkeypatch.setenv("FAKE_GOLD_KEY", "sk-gold")
+    reset_limiters()
+    with FakeOpenAI() as server:
+        server.reply = reply
+        pool = {
+            "backend": "openai", "model": "gpt-fake", "base_url": server.base_url,
+            "api_key_env": "FAKE_GOLD_KEY", "timeout_s": 5.0,
+        }  # fmt: skip
+        cfg = tmp_path / "evaluator.yaml"
+        cfg.write_text(yaml.safe_dump({"pool": [pool], "backoff_base_s": 0.01}))
+        res = CliRunner().invoke(
+            app, ["import-gold", str(run), str(path), "--evaluator", str(cfg)], terminal_width=200
+        )
+    assert res.exit_code == 0, res.output
+    ag = json.loads(res.output)["agreement"]
+    assert (ag["model"], ag["backend"], ag["n_pairs"], ag["n_failed"]) == (
+        "gpt-fake",
+        "openai",
+        4,
+        0,
+    )
+    assert ag["entity_score"] == pytest.approx(1.0) and ag["evidence_score"] == pytest.approx(1.0)
