@@ -209,3 +209,17 @@ def test_import_gold_agreement_by_a_model_evaluator(exported, tmp_path, monkeypa
         0,
     )
     assert ag["entity_score"] == pytest.approx(1.0) and ag["evidence_score"] == pytest.approx(1.0)
+
+
+def test_export_gold_cli(built, tmp_path):
+    from forenset.cli import app
+
+    store, _ = built
+    out = tmp_path / "gold"
+    args = ["export-gold", store.root, "--out", str(out), "--n", "1", "--overlap", "1"]
+    res = CliRunner().invoke(app, [*args, "--split", "all"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["counts"]["overlap"] == 1
+    assert (out / "gold_config.xml").exists() and (out / "gold_tasks.json").exists()
+    res = CliRunner().invoke(app, ["export-gold", str(tmp_path / "nothing")])
+    assert res.exit_code != 0 and "does not exist" in res.output
