@@ -24,15 +24,15 @@ S = "The shadow of the cyclist is inconsistent with the light."
 HS = "The hand looks blurry and the sign text is warped."
 
 
-@pytest.fixture
-def exported(built, samples, tmp_path):
+@pytest.fixture(scope="module")
+def exported(built, samples, tmp_path_factory):
     store, _ = built
-    out = tmp_path / "gold"
+    out = tmp_path_factory.mktemp("gold-export") / "gold"
     res = export_gold(store, samples, out, n=3, overlap=1, seed=5, split=None)
     return store, out, res
 
 
-def test_export_writes_pairs_config_and_overlap_set(exported, samples):
+def test_export_writes_pairs_config_and_overlap_set(exported, samples, tmp_path):
     store, out, res = exported
     fakes = {s["sample_id"]: s for s in samples if s["label"] == "fake" and s["source_blob"]}
     tasks = json.loads((out / "gold_tasks.json").read_text())
@@ -55,9 +55,9 @@ def test_export_writes_pairs_config_and_overlap_set(exported, samples):
     assert area is not None and (area.get("name"), area.get("toName")) == ("explanation", "edited")
     assert {i.get("name") for i in root.iter("Image")} == {"original", "edited"}
     # seeded: the same draw again, another seed another order
-    again = export_gold(store, samples, out.parent / "again", n=3, overlap=1, seed=5, split=None)
+    again = export_gold(store, samples, tmp_path / "again", n=3, overlap=1, seed=5, split=None)
     assert again["counts"] == res["counts"]
-    assert json.loads((out.parent / "again" / "gold_tasks.json").read_text()) == tasks
+    assert json.loads((tmp_path / "again" / "gold_tasks.json").read_text()) == tasks
 
 
 def _annotation(aid, who, text, **extra):
