@@ -333,7 +333,7 @@ def eval_(
 
     ag = gold_agreement(store)
     if ag is not None:
-        console.print(agreement_line(ag))
+        console.print(agreement_line(ag), markup=False)
     rb = robustness(connect(store, ["eval_scores"]))
     if rb is not None:
         table = Table(title="Robustness: accuracy and F1 (%) per variant and perturbation")
@@ -440,9 +440,14 @@ def import_gold_(
     run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
     export_json: Annotated[Path, typer.Argument(help="Label Studio JSON export of the gold task.")],
     append: Annotated[bool, typer.Option(help="Keep earlier gold imports.")] = False,
+    evaluator: Annotated[
+        Path | None,
+        typer.Option(help="YAML of an llm: pool (LLMSettings) for the agreement's evaluator."),
+    ] = None,
 ) -> None:
     """Store human gold explanations as ``gold_references``; print each problem class with its
-    count and the inter-annotator agreement (EntityScore / EvidenceScore, offline evaluator)."""
+    count and the inter-annotator agreement (EntityScore / EvidenceScore by the ``--evaluator``
+    model, else by the offline phrase matcher)."""
     from forenset.exports.labelstudio import AnnotationImportError
     from forenset.exports.labelstudio_gold import import_gold
     from forenset.report.evaluation import gold_agreement
@@ -454,7 +459,23 @@ def import_gold_(
         info, problems = import_gold(store, export_json, append=append)
     except AnnotationImportError as e:
         fail(str(e))
-    ag = gold_agreement(store)
+    ev = None
+    if evaluator is not None:
+        import yaml
+
+        from forenset.backends.llm.cache import ResponseCache
+        from forenset.backends.llm.types import LLMSettings
+        from forenset.backends.scorers.entity_evidence import ModelEntityEvidenceEvaluator
+        from forenset.exports.api import build_seed
+
+        settings = LLMSettings.model_validate(yaml.safe_load(evaluator.read_text()))
+        ev = ModelEntityEvidenceEvaluator(
+            settings,
+            build_seed=build_seed(store),
+            stage="gold_agreement",
+            cache=ResponseCache(store.fs, store.root),
+        )
+    ag = gold_agreement(store, ev)
     res = {"path": info.path, "rows": info.rows, "counts": info.counts}
     res |= {"problems": list(problems.values()), "agreement": ag.row() if ag else None}
     console.print_json(json.dumps(res))

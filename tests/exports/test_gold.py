@@ -24,15 +24,15 @@ S = "The shadow of the cyclist is inconsistent with the light."
 HS = "The hand looks blurry and the sign text is warped."
 
 
-@pytest.fixture
-def exported(built, samples, tmp_path):
+@pytest.fixture(scope="module")
+def exported(built, samples, tmp_path_factory):
     store, _ = built
-    out = tmp_path / "gold"
+    out = tmp_path_factory.mktemp("gold-export") / "gold"
     res = export_gold(store, samples, out, n=3, overlap=1, seed=5, split=None)
     return store, out, res
 
 
-def test_export_writes_pairs_config_and_overlap_set(exported, samples):
+def test_export_writes_pairs_config_and_overlap_set(exported, samples, tmp_path):
     store, out, res = exported
     fakes = {s["sample_id"]: s for s in samples if s["label"] == "fake" and s["source_blob"]}
     tasks = json.loads((out / "gold_tasks.json").read_text())
@@ -55,9 +55,9 @@ def test_export_writes_pairs_config_and_overlap_set(exported, samples):
     assert area is not None and (area.get("name"), area.get("toName")) == ("explanation", "edited")
     assert {i.get("name") for i in root.iter("Image")} == {"original", "edited"}
     # seeded: the same draw again, another seed another order
-    again = export_gold(store, samples, out.parent / "again", n=3, overlap=1, seed=5, split=None)
+    again = export_gold(store, samples, tmp_path / "again", n=3, overlap=1, seed=5, split=None)
     assert again["counts"] == res["counts"]
-    assert json.loads((out.parent / "again" / "gold_tasks.json").read_text()) == tasks
+    assert json.loads((tmp_path / "again" / "gold_tasks.json").read_text()) == tasks
 
 
 def _annotation(aid, who, text, **extra):
@@ -158,3 +158,68 @@ def test_import_gold_cli_prints_problems_and_agreement(exported, tmp_path):
 
 def test_problem_sentences_count():
     assert problem_sentence("empty_text", 3) == "3 annotations have an empty explanation."
+
+
+def test_import_gold_agreement_by_a_model_evaluator(exported, tmp_path, monkeypatch):
+    """--evaluator: the agreement's EntityScore / EvidenceScore from an llm: pool (the fake
+    OpenAI server finds one entity and one claim in every text and supports them all)."""
+    import yaml
+
+    from forenset.backends.llm import reset_limiters
+    from forenset.cli import app
+    from forenset.testing.fake_openai import FakeOpenAI, request_text
+
+    def reply(body):
+        if "convert one free-form explanation" in " ".join(request_text(body).split()):
+            return {
+                "diagnostic_entities": [{"entity_id": "E1", "name": "hand"}],
+                "evidence_claims": [{"claim_id": "C1", "entity_id": "E1", "claim": "blurry"}],
+            }
+        return {
+            "entities": [{"entity_id": "E1", "supported": True}],
+            "claims": [{"claim_id": "C1", "supported": True}],
+        }
+
+    store, out, _ = exported
+    run = tmp_path / "run"
+    shutil.copytree(store.root, run)
+    tasks = json.loads((out / "gold_tasks.json").read_text())
+    shared = json.loads((out / "gold_overlap_tasks.json").read_text())
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(ls_export(tasks, shared)))
+    monkeypatch.setenv("FAKE_GOLD_KEY", "sk-gold")
+    reset_limiters()
+    with FakeOpenAI() as server:
+        server.reply = reply
+        pool = {
+            "backend": "openai", "model": "gpt-fake", "base_url": server.base_url,
+            "api_key_env": "FAKE_GOLD_KEY", "timeout_s": 5.0,
+        }  # fmt: skip
+        cfg = tmp_path / "evaluator.yaml"
+        cfg.write_text(yaml.safe_dump({"pool": [pool], "backoff_base_s": 0.01}))
+        res = CliRunner().invoke(
+            app, ["import-gold", str(run), str(path), "--evaluator", str(cfg)], terminal_width=200
+        )
+    assert res.exit_code == 0, res.output
+    ag = json.loads(res.output)["agreement"]
+    assert (ag["model"], ag["backend"], ag["n_pairs"], ag["n_failed"]) == (
+        "gpt-fake",
+        "openai",
+        4,
+        0,
+    )
+    assert ag["entity_score"] == pytest.approx(1.0) and ag["evidence_score"] == pytest.approx(1.0)
+
+
+def test_export_gold_cli(built, tmp_path):
+    from forenset.cli import app
+
+    store, _ = built
+    out = tmp_path / "gold"
+    args = ["export-gold", store.root, "--out", str(out), "--n", "1", "--overlap", "1"]
+    res = CliRunner().invoke(app, [*args, "--split", "all"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["counts"]["overlap"] == 1
+    assert (out / "gold_config.xml").exists() and (out / "gold_tasks.json").exists()
+    res = CliRunner().invoke(app, ["export-gold", str(tmp_path / "nothing")])
+    assert res.exit_code != 0 and "does not exist" in res.output

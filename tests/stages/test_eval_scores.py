@@ -482,3 +482,14 @@ def test_gold_references_ignored_unless_asked(tmp_path):
     _, _, specs, out = run_stage(tmp_path, gold=GOLD)
     assert "gold_references" not in {i.stage for i in specs[0].inputs}
     assert out["d1/complex/id/all=all"]["n_explained"] == 6  # the dataset's references
+
+
+def test_cli_prints_the_gold_agreement(tmp_path):
+    run_stage(tmp_path, {"references": "gold"}, gold=GOLD)
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")], terminal_width=250)
+    assert res.exit_code == 0, res.output
+    # f1 is the only sample with two annotators: (T_HAND, T_HAND_SIGN) -> P 1, R 1/2 -> 2/3
+    assert (
+        "inter-annotator agreement (gold references, 1 images, 1 pairs): EntityScore 0.67, "
+        "EvidenceScore 0.67 [phrase-match-v1]; paper: 0.50 / 0.44"
+    ) in " ".join(res.output.split())
