@@ -255,3 +255,15 @@ def test_cli_simulated_demo_prints_both_tables(run):
     assert "Table 2" in res.output and "Table 3" in res.output
     scores = json.loads(open(run.path("benchmarks/safeimg/scores.json")).read())
     assert scores["simulated_annotations"] is True and scores["counts"]["D_SafeIMG"] >= 1
+
+
+def test_report_section_shows_the_tables(run):
+    from forenset.report.safeimg import safeimg_section
+
+    assert safeimg_section(run) == ""  # no scores yet: no section
+    simulate_annotations(run, seed=2)
+    run_safeimg(run, per_category=5)
+    out = safeimg_section(run)
+    assert "AI detection rate (%) on D_SafeIMG" in out and "Human-AI alignment" in out
+    assert "SIMULATED" in out and "Transportation" not in out  # columns are ids P1..I4
+    assert "<th>P3</th>" in out and "<th>Overall</th>" in out
