@@ -33,7 +33,7 @@ def _put(store, stage, schema, rows):
 def run(tmp_path):
     store = RunStore(str(tmp_path / "run"))
     blob = store.put_blob(encode_png(np.full((8, 8, 3), 90, np.uint8)))
-    fakes = {"g1": "P3", "g2": "P3", "g3": "I2", "g4": "I2", "g5": "P1"}
+    fakes = {"g1": "P3", "g2": "P3", "g3": "I2", "g4": "I2", "g5": "P1", "g6": "P1"}
     _put(
         store,
         "candidates",
@@ -154,6 +154,7 @@ def _ls_export():
         task(3, "g3", "ann", [("c", "hands", (0, 0, 20, 20), "six fingers")]),
         task(4, "g4", "invalid"),
         task(5, "g5", "ann"),  # ann without a region: excluded (K = 0)
+        task(6, "g6", "hard"),  # no detector answered it
     ]
 
 
@@ -161,7 +162,7 @@ def test_assembly_builds_the_papers_sets(run):
     store_annotation_rows(run, annotation_rows(_ls_export(), "h"), "import-h", "h", append=False)
     t = assemble(run, per_category=1, seed=1)
     assert [r["sample_id"] for r in t["D_ann"]] == ["g1", "g3"]
-    assert [r["sample_id"] for r in t["D_hard"]] == ["g2"]
+    assert [r["sample_id"] for r in t["D_hard"]] == ["g2", "g6"]
     assert t["D_ann"][0]["category_name"] == "Transportation Accidents"
     assert [(a["label"], a["text"]) for a in t["D_ann"][0]["anomalies"]] == [
         ("text", "sign letters melt"),
@@ -213,6 +214,13 @@ def test_scores_from_detections_hand_computed(run, tmp_path):
     assert t2["D_SafeIMG"]["d/complex"]["I2"]["value"] == 1.0  # g3 (g4 invalid: excluded)
     assert t2["D_SafeIMG"]["d/complex"]["Overall"]["value"] == pytest.approx(2 / 3)
     assert t2["D_hard"]["d/complex"]["Overall"]["value"] == 0.0
+    # g6 (P1, hard) has no detection: neither hit nor miss, and the coverage says so
+    assert t2["D_SafeIMG"]["d/complex"]["P1"] == {
+        "value": None,
+        "n": 0,
+        "reason": "no generated images",
+    }
+    assert res["coverage"]["d/complex"]["D_SafeIMG"] == [3, 4]
     assert res["real_accuracy"]["d/complex"]["P3"]["value"] == 0.5  # r0 real, r1 fake
     assert res["propagation"]["d/complex"]["1x"]["value"] == 0.0
     t3 = res["table3"]["d/complex"]
@@ -237,10 +245,10 @@ def test_scores_from_detections_hand_computed(run, tmp_path):
 
 def test_simulated_annotations_are_labelled(run):
     counts = simulate_annotations(run, seed=4)
-    assert sum(counts.values()) == 5
+    assert sum(counts.values()) == 6
     t = assemble(run)
     rows = t["D_ann"] + t["D_hard"] + t["excluded"]
-    assert len(rows) == 5 and all(r["simulated"] for r in rows)
+    assert len(rows) == 6 and all(r["simulated"] for r in rows)
     assert all("simulated" in a["text"] for r in t["D_ann"] for a in r["anomalies"])
 
 
