@@ -49,6 +49,7 @@ class FakeLS:
 
 def test_setup_pull_pushes_region_tasks_only_for_ann(built, samples, tmp_path):
     store, _ = built
+    store.write_manifest("annotations", [])  # other tests of the shared build imported some
     out = tmp_path / "ls"
     run_export(store, "labelstudio", out, samples=samples)
     fake = FakeLS()

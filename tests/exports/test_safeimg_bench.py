@@ -275,3 +275,21 @@ def test_report_section_shows_the_tables(run):
     assert "AI detection rate (%) on D_SafeIMG" in out and "Human-AI alignment" in out
     assert "SIMULATED" in out and "Transportation" not in out  # columns are ids P1..I4
     assert "<th>P3</th>" in out and "<th>Overall</th>" in out
+
+
+def test_labelstudio_task_names_the_intended_category(run):
+    from forenset.exports.labelstudio import _data
+
+    s = {
+        "sample_id": "g1",
+        "label": "fake",
+        "split": "test",
+        "generator": "flux",
+        "caption": "a truck on its side after a crash",
+        "instruction_obj": {"category": "P3", "scenario_id": "P3-abc"},
+    }
+    d = _data(s, "u")
+    assert d["category"] == "P3 Transportation Accidents"
+    assert d["intended"] == "a truck on its side after a crash"
+    e = _data({**s, "instruction_obj": {"text": "remove the cup"}}, "u")
+    assert (e["category"], e["intended"]) == ("", "remove the cup")
