@@ -60,6 +60,8 @@ def safeimg_section(store: RunStore) -> str:
     labels = sorted({lab for c in res["hit_rate"].values() for lab in c})
     rows = [[m] + [_pct(c[lab]["value"]) for lab in labels] for m, c in res["hit_rate"].items()]
     out += "<h3>Hit rate (%) per artefact label</h3>" + _table(["model", *labels], rows)
-    rows = [[m] + [_pct(d["Overall"].get(lab)) for lab in labels] for m, d in res["delta"].items()]
-    out += "<h3>Δ(l) (eq. 13, points), Overall</h3>" + _table(["model", *labels], rows)
+    for m, d in res["delta"].items():
+        rows = [[sc] + [_pct(v.get(lab)) for lab in labels] for sc, v in d.items()]
+        out += f"<h3>Δ(l) (eq. 13, points) per scope [{html.escape(m)}]</h3>"
+        out += _table(["scope", *labels], rows)
     return out

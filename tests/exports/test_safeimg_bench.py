@@ -269,12 +269,30 @@ def test_report_section_shows_the_tables(run):
     from forenset.report.safeimg import safeimg_section
 
     assert safeimg_section(run) == ""  # no scores yet: no section
+    _put(
+        run,
+        "detections",
+        detections.SCHEMA,
+        [
+            {
+                "detection_id": f"d/{s}",
+                "detector": "d",
+                "track": "complex",
+                "sample_id": s,
+                "variant": "0x",
+                "answer": "real",
+                "status": "ok",
+            }
+            for s in ("g1", "g2", "g3")
+        ],
+    )
     simulate_annotations(run, seed=2)
     run_safeimg(run, per_category=5)
     out = safeimg_section(run)
     assert "AI detection rate (%) on D_SafeIMG" in out and "Human-AI alignment" in out
     assert "SIMULATED" in out and "Transportation" not in out  # columns are ids P1..I4
     assert "<th>P3</th>" in out and "<th>Overall</th>" in out
+    assert "<td>Public</td>" in out and "<td>Individual</td>" in out  # eq. 13 scopes
 
 
 def test_labelstudio_task_names_the_intended_category(run):
