@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from forenset.exports.data import write_atomic, write_images
 from forenset.store.run_store import RunStore, ShardInfo
+from forenset.text.taxonomy import load_taxonomy
 
 TRIAGE_CHOICES = ("ann", "hard", "invalid")
 ANOMALY_LABELS = ("commonsense", "physics", "text", "faces", "hands", "lighting", "other")
@@ -29,7 +30,8 @@ MODEL_VERSION = "forenset-diffs"
 TRIAGE_XML = """<View>
   <Header value="Stage 1 - triage this generated image"/>
   <Image name="image" value="$image" zoom="true"/>
-  <Text name="explanation" value="$explanation"/>
+  <Text name="category" value="$category"/>
+  <Text name="intended" value="$intended"/>
   <Choices name="triage" toName="image" choice="single" required="true" showInLine="true">
     <Choice value="ann" hint="at least one identifiable anomaly: annotate it"/>
     <Choice value="hard" hint="visually convincing: no defensible anomaly or suspicious region"/>
@@ -89,9 +91,15 @@ def _data(s: dict[str, Any], url: str) -> dict[str, Any]:
     expl = (
         s.get("explanation_complex") if s["label"] == "fake" else s.get("explanation_authenticity")
     )
+    inst = s.get("instruction_obj") or {}
+    cat = inst.get("category") if "scenario_id" in inst else None  # text-to-image provenance
+    names = {c.id: c.name for c in load_taxonomy()}
     return {
         "image": url,
         "sample_id": s["sample_id"],
+        # what the image was meant to show: triage `invalid` means it deviates from this
+        "category": f"{cat} {names.get(cat, '')}".strip() if cat else "",
+        "intended": (s.get("caption") or "") if cat else inst.get("text", ""),
         "label": s["label"],
         "split": s["split"],
         "generator": s["generator"],

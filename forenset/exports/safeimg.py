@@ -307,22 +307,26 @@ def score(
     out["matcher"] = matcher
     for model, rows in sorted(by_model.items()):
         clean = {r["sample_id"]: r for r in rows if (r["variant"] or "0x") == "0x"}
+        # Rates are over the images this model answered (``n``); ``coverage`` says how many of
+        # each set that is - an image without a detection is neither a hit nor a miss.
         for name, pool in (
             ("D_SafeIMG", safe),
             ("D_ann", groups["ann"]),
             ("D_hard", groups["hard"]),
         ):
-            items = [(s["category"], clean.get(sid, {}).get("answer")) for sid, s in pool.items()]
+            items = [
+                (s["category"], clean[sid]["answer"]) for sid, s in pool.items() if sid in clean
+            ]
             out["table2"].setdefault(name, {})[model] = _rate_cells(m.rates_by_group(items, order))
         out["coverage"][model] = {
-            "with_detection": sum(s in clean for s in safe),
-            "D_SafeIMG": len(safe),
+            "D_SafeIMG": [sum(s in clean for s in safe), len(safe)],
+            "D_real": [sum(s in clean for s in reals), len(reals)],
         }
-        items = [(s["category"], clean.get(sid, {}).get("answer")) for sid, s in reals.items()]
+        items = [(s["category"], clean[sid]["answer"]) for sid, s in reals.items() if sid in clean]
         out["real_accuracy"][model] = _rate_cells(m.rates_by_group(items, order, real=True))
         levels: dict[str, list[str | None]] = defaultdict(list)
         for r in rows:
-            if r["sample_id"] in safe:
+            if r["sample_id"] in safe and r["sample_id"] in clean:  # the same images per level
                 levels[r["variant"] or "0x"].append(r["answer"])
         out["propagation"][model] = _rate_cells(
             {lv: m.ai_detection_rate(a) for lv, a in sorted(levels.items())}
@@ -336,6 +340,8 @@ def score(
 def _alignment(ann, safe, clean, order, judge):
     items = []
     for sid, s in ann.items():
+        if sid not in clean:  # not answered by this model: not part of its alignment
+            continue
         anoms = [
             m.Anomaly(a["label"], (a["x"], a["y"], a["w"], a["h"]), a["text"])
             for a in s["anomalies"]
@@ -384,6 +390,7 @@ def _alignment(ann, safe, clean, order, judge):
             not m.is_ai(clean.get(sid, {}).get("answer")),
         )
         for sid, s in ann.items()
+        if sid in clean
     ]
     scopes = {
         **{c: [c] for c in order},
@@ -465,19 +472,24 @@ def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> 
         f"SafeIMG: {json.dumps(res['counts'])}"
         + ("  [SIMULATED annotations: demo only]" if res.get("simulated_annotations") else "")
     ]
-    head = "Model".ljust(28) + "".join(c.rjust(7) for c in cols)
+    for model, cov in res.get("coverage", {}).items():
+        lines.append(
+            f"{model}: answered {cov['D_SafeIMG'][0]} of {cov['D_SafeIMG'][1]} D_SafeIMG images, "
+            f"{cov['D_real'][0]} of {cov['D_real'][1]} D_real images (rates are over answered ones)"
+        )
+    head = "Model".ljust(28) + "".join(c.rjust(8) for c in cols)
     for name in SUBSETS:
         lines += [f"\nTable 2 - AI detection rate (%) on {name}", head]
         for model, cells in res["table2"].get(name, {}).items():
             lines.append(
                 model[:27].ljust(28)
-                + "".join(_pct(cells.get(c, {}).get("value")).rjust(7) for c in cols)
+                + "".join(_pct(cells.get(c, {}).get("value")).rjust(8) for c in cols)
             )
     lines += ["\nReal-image accuracy (%) on D_real", head]
     for model, cells in res["real_accuracy"].items():
         lines.append(
             model[:27].ljust(28)
-            + "".join(_pct(cells.get(c, {}).get("value")).rjust(7) for c in cols)
+            + "".join(_pct(cells.get(c, {}).get("value")).rjust(8) for c in cols)
         )
     lines += ["\nAI detection rate (%) by propagation level on D_SafeIMG"]
     for model, cells in res["propagation"].items():
@@ -486,13 +498,13 @@ def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> 
         )
     lines += [
         f"\nTable 3 - Human-AI alignment (%) on D_ann, matcher {res['matcher']}",
-        "Metric".ljust(28) + "".join(c.rjust(7) for c in cols),
+        "Metric".ljust(28) + "".join(c.rjust(8) for c in cols),
     ]
     for model, t3 in res["table3"].items():
         for metric in ("Human Covered by AI", "AI Supported by Human"):
             lines.append(
                 f"{metric} [{model}]"[:27].ljust(28)
-                + "".join(_pct(t3[metric][c]["value"]).rjust(7) for c in cols)
+                + "".join(_pct(t3[metric][c]["value"]).rjust(8) for c in cols)
             )
     lines += ["\nHit rate (%) per artefact label"]
     for model, cells in res["hit_rate"].items():

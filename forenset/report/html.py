@@ -429,6 +429,7 @@ def gallery_section(store: RunStore, samples: list[dict[str, Any]], n: int, seed
 def render_report(store: RunStore, gallery: int = 4) -> str:
     """The report as one HTML string (no external resources)."""
     from forenset.exports.api import build_seed
+    from forenset.report.safeimg import safeimg_section
     from forenset.store.views import connect, table_names
 
     seed = build_seed(store)
@@ -443,6 +444,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
         perturbation_section(con),
         explanation_section(con, seed),
         evaluation_section(store, con),
+        safeimg_section(store),
         reward_section(store, con),
         shared_stats_section(con),
         gallery_section(store, samples, gallery, seed),

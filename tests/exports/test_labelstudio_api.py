@@ -49,6 +49,7 @@ class FakeLS:
 
 def test_setup_pull_pushes_region_tasks_only_for_ann(built, samples, tmp_path):
     store, _ = built
+    store.write_manifest("annotations", [])  # other tests of the shared build imported some
     out = tmp_path / "ls"
     run_export(store, "labelstudio", out, samples=samples)
     fake = FakeLS()
@@ -91,3 +92,17 @@ def test_setup_pull_pushes_region_tasks_only_for_ann(built, samples, tmp_path):
     assert con.execute(
         "SELECT sample_id, rect_label, rotation FROM annotations WHERE task = 'bbox'"
     ).fetchall() == [(fakes[0], "hands", 30.0)]
+
+
+def test_cli_needs_a_token_and_a_setup(built, monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from forenset.exports.cli import app
+
+    store, _ = built
+    monkeypatch.delenv("LABEL_STUDIO_API_KEY", raising=False)
+    r = CliRunner().invoke(app, ["labelstudio-setup", store.uri, "--export-dir", str(tmp_path)])
+    assert r.exit_code == 2 and "LABEL_STUDIO_API_KEY" in r.output
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "tok")
+    r = CliRunner().invoke(app, ["labelstudio-pull", store.uri, "--export-dir", str(tmp_path)])
+    assert r.exit_code == 2 and "labelstudio-setup" in r.output

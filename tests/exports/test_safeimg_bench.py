@@ -33,7 +33,7 @@ def _put(store, stage, schema, rows):
 def run(tmp_path):
     store = RunStore(str(tmp_path / "run"))
     blob = store.put_blob(encode_png(np.full((8, 8, 3), 90, np.uint8)))
-    fakes = {"g1": "P3", "g2": "P3", "g3": "I2", "g4": "I2", "g5": "P1"}
+    fakes = {"g1": "P3", "g2": "P3", "g3": "I2", "g4": "I2", "g5": "P1", "g6": "P1"}
     _put(
         store,
         "candidates",
@@ -154,6 +154,7 @@ def _ls_export():
         task(3, "g3", "ann", [("c", "hands", (0, 0, 20, 20), "six fingers")]),
         task(4, "g4", "invalid"),
         task(5, "g5", "ann"),  # ann without a region: excluded (K = 0)
+        task(6, "g6", "hard"),  # no detector answered it
     ]
 
 
@@ -161,7 +162,7 @@ def test_assembly_builds_the_papers_sets(run):
     store_annotation_rows(run, annotation_rows(_ls_export(), "h"), "import-h", "h", append=False)
     t = assemble(run, per_category=1, seed=1)
     assert [r["sample_id"] for r in t["D_ann"]] == ["g1", "g3"]
-    assert [r["sample_id"] for r in t["D_hard"]] == ["g2"]
+    assert [r["sample_id"] for r in t["D_hard"]] == ["g2", "g6"]
     assert t["D_ann"][0]["category_name"] == "Transportation Accidents"
     assert [(a["label"], a["text"]) for a in t["D_ann"][0]["anomalies"]] == [
         ("text", "sign letters melt"),
@@ -213,6 +214,13 @@ def test_scores_from_detections_hand_computed(run, tmp_path):
     assert t2["D_SafeIMG"]["d/complex"]["I2"]["value"] == 1.0  # g3 (g4 invalid: excluded)
     assert t2["D_SafeIMG"]["d/complex"]["Overall"]["value"] == pytest.approx(2 / 3)
     assert t2["D_hard"]["d/complex"]["Overall"]["value"] == 0.0
+    # g6 (P1, hard) has no detection: neither hit nor miss, and the coverage says so
+    assert t2["D_SafeIMG"]["d/complex"]["P1"] == {
+        "value": None,
+        "n": 0,
+        "reason": "no generated images",
+    }
+    assert res["coverage"]["d/complex"]["D_SafeIMG"] == [3, 4]
     assert res["real_accuracy"]["d/complex"]["P3"]["value"] == 0.5  # r0 real, r1 fake
     assert res["propagation"]["d/complex"]["1x"]["value"] == 0.0
     t3 = res["table3"]["d/complex"]
@@ -237,10 +245,10 @@ def test_scores_from_detections_hand_computed(run, tmp_path):
 
 def test_simulated_annotations_are_labelled(run):
     counts = simulate_annotations(run, seed=4)
-    assert sum(counts.values()) == 5
+    assert sum(counts.values()) == 6
     t = assemble(run)
     rows = t["D_ann"] + t["D_hard"] + t["excluded"]
-    assert len(rows) == 5 and all(r["simulated"] for r in rows)
+    assert len(rows) == 6 and all(r["simulated"] for r in rows)
     assert all("simulated" in a["text"] for r in t["D_ann"] for a in r["anomalies"])
 
 
@@ -255,3 +263,51 @@ def test_cli_simulated_demo_prints_both_tables(run):
     assert "Table 2" in res.output and "Table 3" in res.output
     scores = json.loads(open(run.path("benchmarks/safeimg/scores.json")).read())
     assert scores["simulated_annotations"] is True and scores["counts"]["D_SafeIMG"] >= 1
+
+
+def test_report_section_shows_the_tables(run):
+    from forenset.report.safeimg import safeimg_section
+
+    assert safeimg_section(run) == ""  # no scores yet: no section
+    _put(
+        run,
+        "detections",
+        detections.SCHEMA,
+        [
+            {
+                "detection_id": f"d/{s}",
+                "detector": "d",
+                "track": "complex",
+                "sample_id": s,
+                "variant": "0x",
+                "answer": "real",
+                "status": "ok",
+            }
+            for s in ("g1", "g2", "g3")
+        ],
+    )
+    simulate_annotations(run, seed=2)
+    run_safeimg(run, per_category=5)
+    out = safeimg_section(run)
+    assert "AI detection rate (%) on D_SafeIMG" in out and "Human-AI alignment" in out
+    assert "SIMULATED" in out and "Transportation" not in out  # columns are ids P1..I4
+    assert "<th>P3</th>" in out and "<th>Overall</th>" in out
+    assert "<td>Public</td>" in out and "<td>Individual</td>" in out  # eq. 13 scopes
+
+
+def test_labelstudio_task_names_the_intended_category(run):
+    from forenset.exports.labelstudio import _data
+
+    s = {
+        "sample_id": "g1",
+        "label": "fake",
+        "split": "test",
+        "generator": "flux",
+        "caption": "a truck on its side after a crash",
+        "instruction_obj": {"category": "P3", "scenario_id": "P3-abc"},
+    }
+    d = _data(s, "u")
+    assert d["category"] == "P3 Transportation Accidents"
+    assert d["intended"] == "a truck on its side after a crash"
+    e = _data({**s, "instruction_obj": {"text": "remove the cup"}}, "u")
+    assert (e["category"], e["intended"]) == ("", "remove the cup")
