@@ -84,20 +84,32 @@ class Candidates(Stage):
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
         task = "t2i" if upstream.stage == "prompts" else "edit"
         prefix = T2I_PREFIX if task == "t2i" else ""
-        return [
-            self.spec(
-                prefix + upstream.shard_id,
-                {"generator": g.name},
-                [upstream],
-                {
-                    "generator": g.model_dump(mode="json"),
-                    "task": task,
-                    "fingerprint": g.fingerprint(),
-                },
+        specs = []
+        for g in self.cfg:
+            tasks = g.tasks()
+            # an importing generator (external edits) takes the photos of instruction shards
+            mode = (
+                task
+                if task in tasks
+                else "import"
+                if task == "edit" and "import" in tasks
+                else None
             )
-            for g in self.cfg
-            if task in g.tasks()
-        ]
+            if mode is None:
+                continue
+            specs.append(
+                self.spec(
+                    prefix + upstream.shard_id,
+                    {"generator": g.name},
+                    [upstream],
+                    {
+                        "generator": g.model_dump(mode="json"),
+                        "task": mode,
+                        "fingerprint": g.fingerprint(),
+                    },
+                )
+            )
+        return specs
 
     def stage_config(self) -> dict[str, Any]:
         """Nothing pool-wide: each shard's params carry its own generator's fingerprint, so
@@ -116,6 +128,8 @@ class Candidates(Stage):
         try:
             if shard.params.get("task") == "t2i":
                 return self.generate(batch, shard)
+            if shard.params.get("task") == "import":
+                return self.imported(batch, shard)
             return self.edit(batch, shard)
         except ConfigurationError as e:  # name the generator: the user fixes it in its block
             raise ConfigurationError(f"generator {shard.partition['generator']}: {e}") from None
@@ -212,3 +226,62 @@ class Candidates(Stage):
             }
             out.append(self.result_row(base, res, backend.name, gcfg, seed))
         return self.to_table(out)
+
+    def imported(self, batch: pa.Table, shard: ShardSpec) -> pa.Table:
+        """Edits made elsewhere (an ``external`` generator) of this shard's photos, resized to
+        the normalised source photo; bad rows are error rows with the backend's reason."""
+        gcfg = GeneratorConfig.model_validate(shard.params["generator"])
+        backend = backend_for(gcfg)
+        photos: dict[str, dict[str, Any]] = {}
+        for r in batch.to_pylist():
+            photos.setdefault(r["image_id"], r)
+        out = []
+        for image_id, rec, res in backend.imports(list(photos)):  # type: ignore[attr-defined]
+            photo = photos[image_id]
+            ins = external_instruction(rec)
+            instruction_id = f"{image_id}-x{rec['row']}"
+            base = {
+                "candidate_id": f"{instruction_id}-{gcfg.name}",
+                "instruction_id": instruction_id,
+                "image_id": image_id,
+                "generator": gcfg.name,
+                "generator_family": gcfg.family,
+                "source_blob": photo["blob"],
+                "caption": photo["caption"],
+                "instruction": dumps(ins),
+                "kind": ins["kind"],
+                "family": ins["family"],
+            }
+            if res.image is not None:
+                src = Image.open(io.BytesIO(self.ctx.store.get_blob(photo["blob"])))
+                if res.image.size != src.size:
+                    res.image = res.image.resize(src.size, Image.LANCZOS)
+            seed = derive_seed(self.ctx.seed, self.name, gcfg.name, instruction_id)
+            out.append(self.result_row(base, res, backend.name, gcfg, seed))
+        return self.to_table(out)
+
+
+def external_instruction(rec: dict[str, Any]) -> dict[str, Any]:
+    """The edit record of an imported edit: its instruction text, and the kind and target when
+    the listing names them. No box is known, so the change region is the whole frame (the
+    judge then sees no off-target area) and the kind is 'external' unless given."""
+    from forenset.text.models import ALL_KINDS, FAMILY_KINDS
+
+    kind = rec.get("kind") if rec.get("kind") in ALL_KINDS else "external"
+    family = next((f for f, ks in FAMILY_KINDS.items() if kind in ks), "scene")
+    text = rec.get("instruction") or ""
+    return {
+        "text": text,
+        "family": family,
+        "kind": kind,
+        "target": rec.get("target") or "image",
+        "location_hint": "whole image",
+        "bbox": list(FULL_FRAME),
+        "change_bbox": list(FULL_FRAME),
+        "expected_change": text,
+        "difficulty": 3,
+        "params": {"external_generator": rec.get("generator"), "row": rec.get("row")},
+    }
+
+
+FULL_FRAME = (0.0, 0.0, 1.0, 1.0)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from forenset.backends.image.base import ImageBackend
 
 GROUP = "forenset.image_backends"
-TASKS = frozenset({"edit", "t2i"})
+TASKS = frozenset({"edit", "t2i", "import"})  # import: edits made elsewhere (external.py)
 
 
 class Generator(Protocol):
