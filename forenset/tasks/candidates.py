@@ -65,14 +65,16 @@ GeneratorPool = Annotated[list[GeneratorConfig], AfterValidator(_unique_names)]
 
 
 class Candidates(Stage):
-    """Edits (instructions x edit generators) and text-to-image images (prompts x t2i generators)."""
+    """Edits (instructions x edit generators), text-to-image images (prompts x t2i generators)
+    and imported edits made elsewhere (captioned photos x ``external`` generators)."""
 
     name = "candidates"
     version = "2"
-    inputs = ("instructions", "prompts")
+    inputs = ("instructions", "prompts", "captions")
     input_columns = {
         "instructions": ("instruction_id", "image_id", "blob", "caption") + EDIT_FIELDS,
         "prompts": PROMPT_FIELDS + ("scenario",),
+        "captions": ("image_id", "blob", "caption"),
     }
     config_model = GeneratorPool
     config_key = "generators"
@@ -82,20 +84,12 @@ class Candidates(Stage):
     partition_by = ("generator",)
 
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
-        task = "t2i" if upstream.stage == "prompts" else "edit"
+        task = {"prompts": "t2i", "captions": "import"}.get(upstream.stage, "edit")
         prefix = T2I_PREFIX if task == "t2i" else ""
         specs = []
         for g in self.cfg:
-            tasks = g.tasks()
-            # an importing generator (external edits) takes the photos of instruction shards
-            mode = (
-                task
-                if task in tasks
-                else "import"
-                if task == "edit" and "import" in tasks
-                else None
-            )
-            if mode is None:
+            mode = task  # an importing generator (external edits) reads the captioned photos
+            if mode not in g.tasks():
                 continue
             specs.append(
                 self.spec(
@@ -263,21 +257,23 @@ class Candidates(Stage):
 
 def external_instruction(rec: dict[str, Any]) -> dict[str, Any]:
     """The edit record of an imported edit: its instruction text, and the kind and target when
-    the listing names them. No box is known, so the change region is the whole frame (the
-    judge then sees no off-target area) and the kind is 'external' unless given."""
+    the listing names them. Without a listed box the change region is the whole frame (the
+    rule judge then sees no off-target area and rates a small edit as partial); the kind is
+    'external' unless given."""
     from forenset.text.models import ALL_KINDS, FAMILY_KINDS
 
     kind = rec.get("kind") if rec.get("kind") in ALL_KINDS else "external"
     family = next((f for f, ks in FAMILY_KINDS.items() if kind in ks), "scene")
     text = rec.get("instruction") or ""
+    box = list(rec.get("bbox") or FULL_FRAME)
     return {
         "text": text,
         "family": family,
         "kind": kind,
         "target": rec.get("target") or "image",
-        "location_hint": "whole image",
-        "bbox": list(FULL_FRAME),
-        "change_bbox": list(FULL_FRAME),
+        "location_hint": "whole image" if box == list(FULL_FRAME) else "listed region",
+        "bbox": box,
+        "change_bbox": box,
         "expected_change": text,
         "difficulty": 3,
         "params": {"external_generator": rec.get("generator"), "row": rec.get("row")},

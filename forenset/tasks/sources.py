@@ -51,7 +51,10 @@ def external_source_items(config: Any) -> list[dict[str, Any]]:
         if gen.backend != "external":
             continue
         for uri in source_uris(gen):
-            name = uri.rpartition("#")[2] if uri.startswith(readers.HF) else posixpath.basename(uri)
+            name = posixpath.basename(uri)
+            if uri.startswith(readers.HF):  # hf:PATH#ROW/COLUMN -> folder#ROW/COLUMN
+                path, _, ref = uri.rpartition("#")
+                name = f"{posixpath.basename(path.rstrip('/'))}#{ref}"
             out.append({"source": "external", "name": name, "uri": uri, "generator": gen.name})
     return out
 

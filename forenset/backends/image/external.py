@@ -45,6 +45,7 @@ class ExternalOptions(Strict):
     generator_column: str = "generator"  # the generator that made the edit (rows' ``model``)
     kind_column: str = "kind"  # optional: an edit kind of forenset.text.models.ALL_KINDS
     target_column: str = "target"  # optional: the edited entity, in the caption's words
+    bbox_column: str = "bbox"  # optional: the edited region, "x0,y0,x1,y1" as image fractions
     only: str | None = None  # keep only rows whose generator column equals this
 
 
@@ -61,7 +62,7 @@ def options_of(generator: Any) -> ExternalOptions:
 
 def records(opts: ExternalOptions) -> list[dict[str, Any]]:
     """One dict per listed edit: row, source, edited (URIs or None), instruction, generator,
-    kind, target."""
+    kind, target, bbox."""
     image_cols = (opts.source_column, opts.edited_column)
     path = opts.path
     if path.startswith(readers.HF):
@@ -86,9 +87,22 @@ def records(opts: ExternalOptions) -> list[dict[str, Any]]:
                 "generator": gen,
                 "kind": str(r.get(opts.kind_column) or "").strip() or None,
                 "target": str(r.get(opts.target_column) or "").strip() or None,
+                "bbox": parse_box(r.get(opts.bbox_column)),
             }
         )
     return out
+
+
+def parse_box(value: Any) -> list[float] | None:
+    """A box cell ("x0,y0,x1,y1" or a list, fractions of the image) or None when absent/invalid."""
+    if value is None or value == "":
+        return None
+    parts = value if isinstance(value, list | tuple) else str(value).replace(",", " ").split()
+    try:
+        x0, y0, x1, y1 = (float(v) for v in parts)
+    except (TypeError, ValueError):
+        return None
+    return [x0, y0, x1, y1] if 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1 else None
 
 
 def source_uris(generator: Any) -> list[str]:
