@@ -190,7 +190,8 @@ class Candidates(Stage):
     def edit(self, batch: pa.Table, shard: ShardSpec) -> pa.Table:
         gcfg = GeneratorConfig.model_validate(shard.params["generator"])
         backend = backend_for(gcfg)
-        rows = batch.to_pylist()
+        kinds = gcfg.edit_kinds()  # an instruction goes only to generators that can execute it
+        rows = [r for r in batch.to_pylist() if r["kind"] in kinds]
         store = self.ctx.store
         reqs, metas = [], []
         for r in rows:

@@ -124,6 +124,7 @@ class ExternalImports:
 
     name = "external"
     tasks = frozenset({"import"})
+    edit_kinds: frozenset[str] = frozenset()  # executes no instruction: it imports finished edits
 
     def __init__(self, generator: Any, opts: ExternalOptions) -> None:
         self.generator = generator

@@ -124,6 +124,16 @@ def tasks_for(generator: Generator) -> set[str]:
     return tasks
 
 
+def edit_kinds_for(generator: Generator) -> frozenset[str]:
+    """The instruction kinds ``generator`` can execute: its class's ``edit_kinds`` (every kind
+    of forenset.text.models when a plugin declares none). Instructions of other kinds are not
+    sent to it."""
+    from forenset.text.models import ALL_KINDS
+
+    declared = getattr(backend_class(generator.backend), "edit_kinds", None)
+    return frozenset(ALL_KINDS if declared is None else declared)
+
+
 def create(generator: Generator) -> ImageBackend:
     """A new backend for ``generator`` (callers cache it: a backend may hold a loaded model).
 

@@ -71,6 +71,10 @@ class GeneratorConfig(Strict):
         as its backend class declares."""
         return factory.tasks_for(self)
 
+    def edit_kinds(self) -> frozenset[str]:
+        """The instruction kinds this generator executes, as its backend class declares."""
+        return factory.edit_kinds_for(self)
+
     def fingerprint(self) -> dict[str, Any]:
         """What shapes this generator's pixels: the config without its operational fields
         (rate limits, retries, keys, batch size, device: ``forenset.confbase``)."""
