@@ -91,6 +91,11 @@ class Candidates(Stage):
             mode = task  # an importing generator (external edits) reads the captioned photos
             if mode not in g.tasks():
                 continue
+            extra = {}
+            if mode == "import":  # a changed listing recomputes the imports
+                from forenset.backends.image.external import listing_id
+
+                extra["listing"] = listing_id(g)
             specs.append(
                 self.spec(
                     prefix + upstream.shard_id,
@@ -100,6 +105,7 @@ class Candidates(Stage):
                         "generator": g.model_dump(mode="json"),
                         "task": mode,
                         "fingerprint": g.fingerprint(),
+                        **extra,
                     },
                 )
             )

@@ -153,6 +153,15 @@ def test_folder_of_edits_goes_through_the_pipeline(tmp_path, folder, external_en
     perturbed = [r for r in rows(store, "perturbations") if r.get("sample_id") in kept]
     assert perturbed and all(r["status"] == "ok" for r in perturbed)
 
+    # a row added to the listing is imported on the next build; no other generator recomputes
+    with open(folder / "metadata.csv", "a", newline="") as f:
+        csv.writer(f).writerow(["src/p2.png", "Tint the block.", "out/e1.png", "x", "", ""])
+    store, _, executed = run_local(config(tmp_path, str(folder)))
+    again = [r for r in rows(store, "candidates") if r["generator"] == "imported"]
+    assert len(again) == len(cands) + 1
+    assert {r["model"] for r in again if r["status"] == "ok"} == {"flux-kontext", "qwen-edit", "x"}
+    assert executed["candidates"] == 2 and executed["sources"] == 0  # the two import shards
+
 
 def test_hf_dataset_of_edits(tmp_path, folder, external_entry_point):
     datasets = pytest.importorskip("datasets")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from functools import cached_property
 from typing import Any
 
 from pydantic import ValidationError
@@ -114,6 +113,35 @@ def source_uris(generator: Any) -> list[str]:
     return list(seen)
 
 
+def listing_id(generator: Any) -> str:
+    """A content id of the listing (the CSV's bytes; a saved dataset's JSON files and its
+    Arrow files' names, sizes and times), in the import shards' fingerprint: editing the
+    listing re-imports that generator's edits and nothing else. Image files are not hashed; a
+    file replaced under the same name is picked up when the listing changes."""
+    opts = options_of(generator)
+    path = opts.path
+    h = hashlib.sha256()
+    if path.startswith(readers.HF):
+        import glob
+        import os
+
+        root = path[len(readers.HF) :]
+        for f in sorted(glob.glob(os.path.join(root, "**", "*.json"), recursive=True)):
+            h.update(f.encode())
+            with open(f, "rb") as fh:
+                h.update(fh.read())
+        for f in sorted(glob.glob(os.path.join(root, "**", "*.arrow"), recursive=True)):
+            st = os.stat(f)
+            h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+        return h.hexdigest()[:16]
+    table = path if path.lower().endswith(".csv") else path.rstrip("/") + "/metadata.csv"
+    try:
+        h.update(readers.read_uri(table))
+    except OSError:
+        h.update(b"missing")
+    return h.hexdigest()[:16]
+
+
 def image_id_of(data: bytes) -> str:
     """The sources stage's content id of a photo's original bytes."""
     return f"img-{hashlib.sha256(data).hexdigest()[:16]}"
@@ -129,15 +157,22 @@ class ExternalImports:
     def __init__(self, generator: Any, opts: ExternalOptions) -> None:
         self.generator = generator
         self.opts = opts
+        self._index: tuple[str, dict[str, list[tuple[dict[str, Any], bytes]]]] | None = None
 
     @classmethod
     def from_generator(cls, generator: Any) -> ExternalImports:
         return cls(generator, options_of(generator))
 
-    @cached_property
     def by_image(self) -> dict[str, list[tuple[dict[str, Any], bytes]]]:
         """Rows by their source photo's content id (rows whose source cannot be read are left
-        out: the sources stage reports that photo)."""
+        out: the sources stage reports that photo); read again when the listing changed (the
+        backend lives as long as its worker process)."""
+        lid = listing_id(self.generator)
+        if self._index is None or self._index[0] != lid:
+            self._index = (lid, self._read_index())
+        return self._index[1]
+
+    def _read_index(self) -> dict[str, list[tuple[dict[str, Any], bytes]]]:
         out: dict[str, list[tuple[dict[str, Any], bytes]]] = {}
         cache: dict[str, bytes | None] = {}
         for r in records(self.opts):
@@ -156,8 +191,9 @@ class ExternalImports:
     def imports(self, image_ids: list[str]) -> list[tuple[str, dict[str, Any], ImageResult]]:
         """(image id, row, result) for every listed edit of these photos, in listing order."""
         out = []
+        index = self.by_image()
         for image_id in image_ids:
-            for rec, source in self.by_image.get(image_id, []):
+            for rec, source in index.get(image_id, []):
                 out.append((image_id, rec, self.load(rec, source)))
         return out
 
