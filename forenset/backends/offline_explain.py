@@ -55,7 +55,8 @@ def mentioned(text: str, entities: list[str]) -> list[str]:
 def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int = 0) -> str:
     t, loc, kind = ins["target"], ins["location_hint"], ins["kind"]
     main = [d for d in diffs if d.get("change_type") != "artifact"]
-    parts = [f"The {t} at the {loc} shows signs of manipulation: {KIND_EVIDENCE.get(kind, OTHER_EVIDENCE)}."]
+    evidence = KIND_EVIDENCE.get(kind, OTHER_EVIDENCE)
+    parts = [f"The {t} at the {loc} shows signs of manipulation: {evidence}."]
     for d in main[:2]:
         parts.append(
             f"A {d['change_type']} covers about {d['area'] * 100:.1f}% of the frame at the "

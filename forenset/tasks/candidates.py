@@ -265,20 +265,21 @@ class Candidates(Stage):
 def external_instruction(rec: dict[str, Any]) -> dict[str, Any]:
     """The edit record of an imported edit: its instruction text, and the kind and target when
     the listing names them. Without a listed box the change region is the whole frame (the
-    rule judge then sees no off-target area and rates a small edit as partial); the kind is
-    'external' unless given."""
+    rule judge then sees no off-target area and rates a small edit as partial); kind and family
+    are 'external' unless the listing names a kind."""
     from forenset.text.models import ALL_KINDS, FAMILY_KINDS
 
     kind = rec.get("kind") if rec.get("kind") in ALL_KINDS else "external"
-    family = next((f for f, ks in FAMILY_KINDS.items() if kind in ks), "scene")
+    order = ("object", "geometry", "scene", "person")  # a person-only kind names a person edit
+    family = next((f for f in order if kind in FAMILY_KINDS[f]), "external")
     text = rec.get("instruction") or ""
     box = list(rec.get("bbox") or FULL_FRAME)
     return {
         "text": text,
         "family": family,
         "kind": kind,
-        "target": rec.get("target") or "image",
-        "location_hint": "whole image" if box == list(FULL_FRAME) else "listed region",
+        "target": rec.get("target") or "edited area",
+        "location_hint": "full frame" if box == list(FULL_FRAME) else "listed box",
         "bbox": box,
         "change_bbox": box,
         "expected_change": text,
