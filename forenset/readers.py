@@ -146,7 +146,7 @@ def image_bytes(value: Any, base: str = "") -> bytes | None:
 
 
 def hf_records(path: str, image_columns: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Rows of ``hf:PATH`` with each image column replaced by an image URI (None when empty)."""
+    """Rows of ``hf:PATH`` with each image column replaced by an image URI."""
     ds = hf_dataset(path)
     missing = [c for c in image_columns if c not in ds.column_names]
     if missing:
@@ -155,14 +155,11 @@ def hf_records(path: str, image_columns: tuple[str, ...]) -> list[dict[str, Any]
         )
     others = [c for c in ds.column_names if c not in image_columns]
     table = ds.select_columns(others).to_list() if others else [{} for _ in range(len(ds))]
-    out = []
-    for i, rec in enumerate(table):
-        row = dict(rec)
-        for c in image_columns:
-            cell = ds[i][c]
-            row[c] = None if cell is None else f"{HF}{path}#{i}/{c}"
-        out.append(row)
-    return out
+    # image cells are not read here (a large dataset would be loaded twice): an empty cell
+    # fails when its URI is read, as a missing file does
+    return [
+        {**rec, **{c: f"{HF}{path}#{i}/{c}" for c in image_columns}} for i, rec in enumerate(table)
+    ]
 
 
 def coco_records(uri: str) -> list[dict[str, Any]]:

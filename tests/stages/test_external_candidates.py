@@ -167,13 +167,14 @@ def test_hf_dataset_of_edits(tmp_path, folder, external_entry_point):
     datasets = pytest.importorskip("datasets")
     ds = datasets.Dataset.from_dict(
         {
-            "src": [Image.open(folder / "src" / "p1.png")] * 2,
+            "src": [Image.open(folder / "src" / "p1.png")] * 3,
             "out": [
                 Image.open(folder / "out" / "e1.png"),
                 Image.open(folder / "out" / "small.png"),
+                None,
             ],
-            "prompt": ["Paint a blue square on the wall.", "Make it blue."],
-            "model": ["flux-kontext", "flux-kontext"],
+            "prompt": ["Paint a blue square on the wall.", "Make it blue.", "Add a hat."],
+            "model": ["flux-kontext", "flux-kontext", "flux-kontext"],
         }
     )
     for c in ("src", "out"):
@@ -192,8 +193,12 @@ def test_hf_dataset_of_edits(tmp_path, folder, external_entry_point):
     store, _, _ = run_local(cfg)
     assert [r["name"] for r in rows(store, "sources")] == ["hf#0/src"]  # listed once
     cands = [r for r in rows(store, "candidates") if r["generator"] == "imported"]
-    assert sorted(r["status"] for r in cands) == ["error", "ok"]
-    assert any("is 50x40 but its source photo is 60x40" in (r["error"] or "") for r in cands)
+    assert sorted(r["status"] for r in cands) == ["error", "error", "ok"]
+    errors = {r["instruction_id"].rsplit("-x", 1)[1]: r["error"] for r in cands}
+    assert errors["0"] is None
+    assert "is 50x40 but its source photo is 60x40" in errors["1"]
+    where = f"row 2 of {tmp_path / 'hf'} has no image in column 'out'"
+    assert errors["2"].endswith(f"cannot be read: {where}")
 
 
 def test_bad_listing_fails_the_build(tmp_path, external_entry_point):
