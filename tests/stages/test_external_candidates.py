@@ -201,6 +201,14 @@ def test_hf_dataset_of_edits(tmp_path, folder, external_entry_point):
     assert errors["2"].endswith(f"cannot be read: {where}")
 
 
+def test_bad_options_fail_config_validation(tmp_path, external_entry_point):
+    from forenset.config import ConfigError
+
+    gens = [{"name": "x", "backend": "external", "options": {"paht": "/data"}}]
+    with pytest.raises(ConfigError, match=r"options\.path: Field required"):
+        validate_config(small_config_dict(tmp_path / "run", generators=gens))
+
+
 def test_bad_listing_fails_the_build(tmp_path, external_entry_point):
     with pytest.raises(BuildFailed, match="metadata.csv does not exist"):
         run_local(config(tmp_path, str(tmp_path / "nowhere")))

@@ -48,6 +48,17 @@ class ExternalOptions(Strict):
     only: str | None = None  # keep only rows whose generator column equals this
 
 
+def options_problem(options: dict[str, Any]) -> str | None:
+    """The first problem of an ``external`` generator's ``options`` as one phrase, or None."""
+    try:
+        ExternalOptions.model_validate(options)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "options"
+        return f"options.{where}: {first['msg']}"
+    return None
+
+
 def options_of(generator: Any) -> ExternalOptions:
     try:
         return ExternalOptions.model_validate(generator.options)

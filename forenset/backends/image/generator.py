@@ -64,6 +64,12 @@ class GeneratorConfig(Strict):
             )
         if self.backend == "offline" and self.diffusers is not None:
             raise ValueError("a 'diffusers:' block needs backend: diffusers")
+        if self.backend == "external":  # its options are checked with the config, not at build
+            from forenset.backends.image.external import options_problem
+
+            problem = options_problem(self.options)
+            if problem:
+                raise ValueError(problem)
         return self
 
     def tasks(self) -> set[str]:
