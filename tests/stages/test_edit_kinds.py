@@ -4,11 +4,13 @@ instruction reaches only generators that execute its kind, and status counts kin
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from forenset import stats
 from forenset.backends.image import factory
@@ -22,6 +24,9 @@ from forenset.tasks.instructions import Instructions, InstructionsConfig
 from forenset.text.instructions import OFFLINE_KINDS, instruction_vars
 from forenset.text.models import ALL_KINDS
 from tests.conftest import small_config_dict
+from tests.helpers import rows, run_local
+from tests.stages.fixtures import *  # noqa: F403 - pytest fixtures (see fixtures.py)
+from tests.stages.scripted import llm
 
 # XPlainVerse Step 1: "attribute and emotion changes, object insertion or removal, copy-move
 # duplication, local planar warping, and shape deformation" (+ pose, person-centric)
@@ -94,7 +99,9 @@ class EveryKind:
 '''
 
 
-def test_instructions_reach_only_generators_that_execute_their_kind(tmp_path, monkeypatch):
+@pytest.fixture
+def every_kind_plugin(tmp_path, monkeypatch):
+    """A plugin backend installed as a distribution (dist-info on sys.path)."""
     root = tmp_path / "site"
     info = root / "every_kind-0.1.dist-info"
     info.mkdir(parents=True)
@@ -104,6 +111,11 @@ def test_instructions_reach_only_generators_that_execute_their_kind(tmp_path, mo
         f"[{factory.GROUP}]\nevery = every_kind_plugin:EveryKind\n"
     )
     monkeypatch.syspath_prepend(str(root))
+    yield
+    sys.modules.pop("every_kind_plugin", None)
+
+
+def test_instructions_reach_only_generators_that_execute_their_kind(tmp_path, every_kind_plugin):
     gens = [{"name": "cv-a"}, {"name": "inv", "backend": "every", "family": "plugin"}]
     cfg = cfg_with(tmp_path, gens)
     store = RunStore(cfg.run_dir)
@@ -171,3 +183,41 @@ def test_status_counts_edits_per_kind_and_generator():
         ("recolor", "cv-a", 1, 1, 1),
         ("recolor", "inv", 1, 1, 0),
     ]
+
+
+def test_model_path_proposes_kinds_beyond_the_offline_editor(tmp_path, server, every_kind_plugin):
+    """With an every-kind editor in the pool the LLM may propose a reposition (a kind the
+    offline editor cannot execute): it is kept, and only that editor makes its candidate."""
+    backend, srv, model = server
+    plain = model.instructions
+
+    def with_reposition(text, last, images):
+        reply = plain(text, last, images)
+        first = reply["instructions"][0]
+        extra = {**first, "family": "geometry", "kind": "reposition"}
+        extra["text"] = f"Move {first['target']} a little to the left."
+        extra["expected_change"] = f"{first['target']} sits further left"
+        return {"instructions": reply["instructions"] + [extra]}
+
+    model.instructions = with_reposition
+    gens = [{"name": "cv-a"}, {"name": "inv", "backend": "every", "family": "plugin"}]
+    cfg = validate_config(
+        small_config_dict(
+            tmp_path / "run",
+            sources={"samples": ["astronaut", "coffee"], "max_side": 64},
+            generators=gens,
+            scenarios={"enabled": False},
+            evaluation={"enabled": False},
+            instructions={"llm": llm(backend, srv)},
+        )
+    )
+    store, _, _ = run_local(cfg)
+    ins = [r for r in rows(store, "instructions") if r["status"] == "ok"]
+    moved = {r["instruction_id"] for r in ins if r["kind"] == "reposition"}
+    assert len(moved) == 2  # one per photo
+    cands = rows(store, "candidates")
+    by_gen = {
+        g: {r["instruction_id"] for r in cands if r["generator"] == g} for g in ("cv-a", "inv")
+    }
+    assert by_gen["inv"] == {r["instruction_id"] for r in ins}
+    assert by_gen["cv-a"] == {r["instruction_id"] for r in ins} - moved
