@@ -181,13 +181,17 @@ class RewardImages(Stage):
         """What decides which photos and caption groups exist (every shard's fingerprint)."""
         c = self.rcfg
         return {
+            "enabled": c.enabled,
             "images": c.images,
             "image_size": c.image_size,
             "generators": [g.name for g in c.generators],
         }
 
     def spec(self, shard_id, partition, inputs, params, config=None):  # type: ignore[override]
+        """A generator's shard is fingerprinted by the selection and that generator only."""
         gen = params.get("generator")
+        if gen is None:
+            return super().spec(shard_id, partition, inputs, params, config)
         own: dict[str, Any] = {"selection": self.selection()}
         if gen and gen != REAL:
             own["generator"] = self.generator(gen).fingerprint()
