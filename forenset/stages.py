@@ -47,8 +47,9 @@ BUILTIN: dict[str, str] = {
     "reward_scores": "forenset.tasks.reward_scores:RewardScores",
 }
 
-# Tables that no stage writes (``forenset import-annotations`` writes ``annotations``).
-NON_STAGE_TABLES: tuple[str, ...] = ("annotations",)
+# Tables that no stage writes (``forenset import-annotations`` writes ``annotations``,
+# ``forenset import-gold`` writes ``gold_references``).
+NON_STAGE_TABLES: tuple[str, ...] = ("annotations", "gold_references")
 
 
 class RegistryError(RuntimeError):

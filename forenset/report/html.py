@@ -318,7 +318,31 @@ def evaluation_section(store: RunStore, con: Any) -> str:
                 values.append(100 * v)
     if values:
         out += img_tag(bar_plot(labels, values, "Detection F1 (%), ID vs OOD"), "F1 ID vs OOD")
+    from forenset.report.evaluation import agreement_line, gold_agreement
+
+    ag = gold_agreement(store)
+    if ag is not None:
+        out += f"<p>{html.escape(agreement_line(ag))}</p>"
+    out += robustness_section(con)
     return out
+
+
+def robustness_section(con: Any) -> str:
+    """Accuracy per perturbation family and per propagation level (plots) and the table of
+    every robustness group; empty when only clean items were scored."""
+    from forenset.report.evaluation import ROBUST_HEADERS, grouped_bars, robustness
+
+    rb = robustness(con)
+    if rb is None:
+        return ""
+    out = "<h3>Robustness: accuracy per perturbation family and propagation level</h3>"
+    if rb.by_family:
+        fig = grouped_bars(rb.by_family, "Accuracy (%) per perturbation family", "family")
+        out += img_tag(_fig_uri(fig), "accuracy per perturbation family")
+    if rb.by_level:
+        fig = grouped_bars(rb.by_level, "Accuracy (%) per propagation level", "re-sharing rounds")
+        out += img_tag(_fig_uri(fig), "accuracy per propagation level")
+    return out + table(ROBUST_HEADERS, rb.rows)
 
 
 def reward_section(store: RunStore, con: Any) -> str:
@@ -405,6 +429,7 @@ def gallery_section(store: RunStore, samples: list[dict[str, Any]], n: int, seed
 def render_report(store: RunStore, gallery: int = 4) -> str:
     """The report as one HTML string (no external resources)."""
     from forenset.exports.api import build_seed
+    from forenset.report.safeimg import safeimg_section
     from forenset.store.views import connect, table_names
 
     seed = build_seed(store)
@@ -419,6 +444,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
         perturbation_section(con),
         explanation_section(con, seed),
         evaluation_section(store, con),
+        safeimg_section(store),
         reward_section(store, con),
         shared_stats_section(con),
         gallery_section(store, samples, gallery, seed),
