@@ -6,6 +6,21 @@ from typing import Any
 
 import duckdb
 
+# XPlainVerse Step 3: ~609K candidates -> ~265K retained, "a discard rate of approximately 56.5%".
+PAPER_DISCARD_RATE = 0.565
+
+
+def discard_line(kept: int, discarded: int) -> str:
+    """The build's overall Edit-Check discard rate beside the paper's, as one sentence."""
+    total = kept + discarded
+    if not total:
+        return "Edit-Check discard rate: no candidates judged yet (XPlainVerse: 56.5 %)"
+    return (
+        f"Edit-Check discard rate: {discarded / total:.1%} ({discarded} of {total} candidates; "
+        f"XPlainVerse: {PAPER_DISCARD_RATE:.1%})"
+    )
+
+
 QUERIES: dict[str, str] = {
     "discard_by_generator": """
         SELECT generator, count(*) AS candidates, sum(CASE WHEN keep THEN 0 ELSE 1 END) AS discarded,
