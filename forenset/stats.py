@@ -43,6 +43,19 @@ QUERIES: dict[str, str] = {
         SELECT 'discarded, edit present', count(*), round(avg(psnr), 2), round(avg(ssim), 4)
         FROM verdicts WHERE status = 'ok' AND NOT keep AND failure_category <> 'edit_missing'
         ORDER BY 1""",
+    # XPlainVerse Table 2 as preservation: whole-image and off-target (outside the instruction's
+    # target box) PSNR/SSIM, LPIPS, CLIP-I; OOD = generator families held out in splits
+    "preservation_by_verdict": """
+        SELECT CASE WHEN v.generator_family IN (SELECT generator_family FROM splits WHERE holdout)
+                    THEN 'OOD' ELSE 'ID' END AS setting,
+               CASE WHEN v.keep THEN 'retained' ELSE 'discarded' END AS outcome, count(*) AS n,
+               round(avg(d.psnr), 2) AS psnr, round(avg(d.ssim), 4) AS ssim,
+               round(avg(d.psnr_outside), 2) AS psnr_outside,
+               round(avg(d.ssim_outside), 4) AS ssim_outside,
+               round(avg(d.lpips), 4) AS lpips, round(avg(d.clip_i), 4) AS clip_i,
+               any_value(d.fidelity_note) AS note
+        FROM verdicts v JOIN diffs d USING (candidate_id)
+        WHERE v.status = 'ok' AND d.status = 'ok' GROUP BY 1, 2 ORDER BY 1, 2 DESC""",
     "fidelity_by_category": """
         SELECT failure_category, count(*) AS n, round(avg(psnr), 2) AS mean_psnr, round(avg(ssim), 4) AS mean_ssim
         FROM verdicts WHERE status = 'ok' GROUP BY 1 ORDER BY mean_psnr""",

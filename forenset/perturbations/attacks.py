@@ -140,6 +140,8 @@ class HFVisionEncoder:
         model = AutoModel.from_pretrained(path, local_files_only=True)
         vision = getattr(model, "vision_model", None)
         self.model = (vision if vision is not None else model).to(device).eval()
+        proj = getattr(model, "visual_projection", None)  # CLIP: image embedding space
+        self.projection = proj.to(device).eval() if proj is not None else None
         for p in self.model.parameters():
             p.requires_grad_(False)
         cfg = model.config
@@ -166,6 +168,11 @@ class HFVisionEncoder:
         if pooled is None:
             pooled = tokens.mean(1)
         return pooled.flatten(1), tokens
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """The image embedding (CLIP-I): projected when the model has a projection."""
+        g = self.encode(x)[0]
+        return self.projection(g) if self.projection is not None else g
 
 
 class OpenClipDirEncoder(OpenClipEncoder):

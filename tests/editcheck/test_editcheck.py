@@ -157,5 +157,10 @@ def test_statistics_queries_run_on_a_build(small_cfg):
     assert all(1 <= r[0] <= 5 for r in out["salience_histogram"][1])
     outcomes = {r[0] for r in out["fidelity_by_verdict"][1]}
     assert "retained" in outcomes and "discarded" in outcomes
+    cols, pres = out["preservation_by_verdict"]
+    by = {(r[0], r[1]): dict(zip(cols, r, strict=True)) for r in pres}
+    assert ("ID", "retained") in by and ("ID", "discarded") in by
+    assert all(r["psnr_outside"] is not None and r["lpips"] is None for r in by.values())
+    assert "LPIPS: no model configured" in by[("ID", "retained")]["note"]
     ((extractor, records, rate, missed),) = out["hallucination_by_extractor"][1]
     assert extractor.startswith("offline/") and records > 0 and rate == 0.0
