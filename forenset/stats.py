@@ -82,6 +82,11 @@ QUERIES: dict[str, str] = {
                round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) FROM judgments
         UNION ALL SELECT 'explanations', count(*), sum(input_tokens), sum(output_tokens), round(sum(cost_usd), 4),
                round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) FROM explanations""",
+    # identical bytes from several generators, kept once in splits (generators lists them all)
+    "duplicate_candidates": """
+        SELECT array_to_string(generators, ' + ') AS generators, count(*) AS samples
+        FROM splits WHERE status = 'ok' AND label = 'fake' AND len(generators) > 1
+        GROUP BY 1 ORDER BY 2 DESC, 1""",
     "splits": """
         SELECT split, label, count(*) AS n, count(DISTINCT generator) AS generators
         FROM splits WHERE status = 'ok' GROUP BY 1, 2 ORDER BY 1, 2""",

@@ -44,3 +44,9 @@ def test_identical_bytes_of_two_generators_are_kept_once(tmp_path):
         else:
             assert row["generators"] == [row["generator"]]
     assert all(r["generators"] == ["real"] for r in rows(store, "splits") if r["label"] == "real")
+    from forenset import stats
+    from forenset.stages import table_names
+    from forenset.store.views import connect
+
+    _, counted = stats.run(connect(store, table_names()), "duplicate_candidates")
+    assert sum(n for _, n in counted) == len(dup_groups)
