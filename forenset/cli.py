@@ -281,6 +281,13 @@ def status(
             str(c["discarded"]) if name == "verdicts" else "",
         )
     console.print(table)
+    if "verdicts" in names:
+        from forenset.stats import discard_line
+
+        vc = [x.counts for x in store.manifest("verdicts")]
+        console.print(
+            discard_line(sum(c.get("kept", 0) for c in vc), sum(c.get("discarded", 0) for c in vc))
+        )
     if details:
         from forenset import stats as st_mod
         from forenset.store.views import connect, table_names

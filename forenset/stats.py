@@ -6,6 +6,21 @@ from typing import Any
 
 import duckdb
 
+# XPlainVerse Step 3: ~609K candidates -> ~265K retained, "a discard rate of approximately 56.5%".
+PAPER_DISCARD_RATE = 0.565
+
+
+def discard_line(kept: int, discarded: int) -> str:
+    """The build's overall Edit-Check discard rate beside the paper's, as one sentence."""
+    total = kept + discarded
+    if not total:
+        return "Edit-Check discard rate: no candidates judged yet (XPlainVerse: 56.5 %)"
+    return (
+        f"Edit-Check discard rate: {discarded / total:.1%} ({discarded} of {total} candidates; "
+        f"XPlainVerse: {PAPER_DISCARD_RATE:.1%})"
+    )
+
+
 QUERIES: dict[str, str] = {
     "discard_by_generator": """
         SELECT generator, count(*) AS candidates, sum(CASE WHEN keep THEN 0 ELSE 1 END) AS discarded,
@@ -28,6 +43,19 @@ QUERIES: dict[str, str] = {
         SELECT 'discarded, edit present', count(*), round(avg(psnr), 2), round(avg(ssim), 4)
         FROM verdicts WHERE status = 'ok' AND NOT keep AND failure_category <> 'edit_missing'
         ORDER BY 1""",
+    # XPlainVerse Table 2 as preservation: whole-image and off-target (outside the instruction's
+    # target box) PSNR/SSIM, LPIPS, CLIP-I; OOD = generator families held out in splits
+    "preservation_by_verdict": """
+        SELECT CASE WHEN v.generator_family IN (SELECT generator_family FROM splits WHERE holdout)
+                    THEN 'OOD' ELSE 'ID' END AS setting,
+               CASE WHEN v.keep THEN 'retained' ELSE 'discarded' END AS outcome, count(*) AS n,
+               round(avg(d.psnr), 2) AS psnr, round(avg(d.ssim), 4) AS ssim,
+               round(avg(d.psnr_outside), 2) AS psnr_outside,
+               round(avg(d.ssim_outside), 4) AS ssim_outside,
+               round(avg(d.lpips), 4) AS lpips, round(avg(d.clip_i), 4) AS clip_i,
+               any_value(d.fidelity_note) AS note
+        FROM verdicts v JOIN diffs d USING (candidate_id)
+        WHERE v.status = 'ok' AND d.status = 'ok' GROUP BY 1, 2 ORDER BY 1, 2 DESC""",
     "fidelity_by_category": """
         SELECT failure_category, count(*) AS n, round(avg(psnr), 2) AS mean_psnr, round(avg(ssim), 4) AS mean_ssim
         FROM verdicts WHERE status = 'ok' GROUP BY 1 ORDER BY mean_psnr""",
@@ -61,6 +89,11 @@ QUERIES: dict[str, str] = {
                round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) FROM judgments
         UNION ALL SELECT 'explanations', count(*), sum(input_tokens), sum(output_tokens), round(sum(cost_usd), 4),
                round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) FROM explanations""",
+    # identical bytes from several generators, kept once in splits (generators lists them all)
+    "duplicate_candidates": """
+        SELECT array_to_string(generators, ' + ') AS generators, count(*) AS samples
+        FROM splits WHERE status = 'ok' AND label = 'fake' AND len(generators) > 1
+        GROUP BY 1 ORDER BY 2 DESC, 1""",
     "splits": """
         SELECT split, label, count(*) AS n, count(DISTINCT generator) AS generators
         FROM splits WHERE status = 'ok' GROUP BY 1, 2 ORDER BY 1, 2""",

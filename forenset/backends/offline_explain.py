@@ -20,27 +20,18 @@ LEAK_PATTERNS = [
     r"\bprompt\b",
 ]
 
-KIND_EVIDENCE = {
-    "copy_move": "the same texture and outline appear twice, with identical fine detail that real repeats never share",
-    "removal": "the surface there is smeared and over-smooth, and the surrounding texture does not continue through it",
-    "recolor": "its colour is unnaturally uniform and the colour boundary does not follow the object's own edges",
-    "local_warp": "straight edges bend and the texture is stretched unevenly, as if the patch were skewed",
-    "liquify": "the texture is stretched radially around a centre point, a deformation no camera produces",
-    "lighting": "the brightness there does not match the direction and strength of the light in the rest of the scene",
-    "splice": "its edges, noise grain and lighting differ from the surroundings, so it reads as pasted in",
+# What the pixel extractor measured for each change type it assigns (offline_diff): stated as
+# measured, never inferred from the edit kind that made the candidate (that would leak it).
+MEASURED = {
+    "colour change": "the colour shifts more than the brightness there, and the local structure is kept",
+    "brightness change": "the brightness shifts there while the local structure is kept",
+    "content change": "the local structure itself (edges and texture) is altered there",
 }
 PLAIN = {
-    "copy_move": "the same thing appears twice, exactly alike",
-    "removal": "that spot looks smudged, as if something was wiped away",
-    "recolor": "its colour looks painted on",
-    "local_warp": "its shape looks bent in a way the camera could not cause",
-    "liquify": "it looks stretched, like melted plastic",
-    "lighting": "the light on it does not match the rest of the picture",
-    "splice": "it looks cut out from another picture and pasted in",
+    "colour change": "its colour was changed",
+    "brightness change": "it was made lighter or darker",
+    "content change": "its shape or texture was changed",
 }
-# kinds without a classical signature (model edits, imported edits): say only what differs
-OTHER_EVIDENCE = "its local detail and texture differ from the original photograph there"
-OTHER_PLAIN = "it looks different from the rest of the picture"
 
 
 def leaks(text: str) -> list[str]:
@@ -52,33 +43,83 @@ def mentioned(text: str, entities: list[str]) -> list[str]:
     return [e for e in entities if e and e.lower() in low]
 
 
+def where(region: str | None) -> str:
+    """A measured region name as a phrase: 'in the upper left', 'across the whole image'."""
+    if not region:
+        return "in one part of the image"
+    return "across the whole image" if region == "whole image" else f"in the {region}"
+
+
+def article(noun: str) -> str:
+    return "an" if noun[:1].lower() in "aeiou" else "a"
+
+
+def subject(ins: dict[str, Any], main: list[dict[str, Any]]) -> tuple[str, str, str]:
+    """(noun phrase, its location phrase, the entity an explanation must name): the
+    instruction's target when it has one, else the largest measured region."""
+    region = main[0].get("region") if main else None
+    target = str(ins.get("target") or "").strip()
+    if target:
+        bare = re.sub(r"^(the|a|an)\s+", "", target, flags=re.I)
+        return f"the {bare}", where(region), bare
+    if region:
+        return "the changed area", where(region), region
+    return "the image", "", "image"
+
+
+def _sentence(*parts: str) -> str:
+    text = " ".join(p for p in parts if p).strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
 def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int = 0) -> str:
-    t, loc, kind = ins["target"], ins["location_hint"], ins["kind"]
+    """The measured differences as evidence: change type, extent, place, strength, salience."""
     main = [d for d in diffs if d.get("change_type") != "artifact"]
-    evidence = KIND_EVIDENCE.get(kind, OTHER_EVIDENCE)
-    parts = [f"The {t} at the {loc} shows signs of manipulation: {evidence}."]
-    for d in main[:2]:
-        parts.append(
-            f"A {d['change_type']} covers about {d['area'] * 100:.1f}% of the frame at the "
-            f"{d['region']} (salience {d['salience']} of 5)."
-        )
-    art = [d for d in diffs if d.get("change_type") == "artifact"]
-    if art:
-        parts.append("Fine high-frequency grain is spread unevenly across the image.")
+    noun, loc, _ = subject(ins, main)
+    parts = []
     if variant % 2 == 0:
-        parts.append(f"The boundary around the {t} is where the local detail breaks.")
+        parts.append(_sentence(noun, loc, "differs from an unedited photo"))
     else:
         parts.append(
-            f"Look closely at the edges of the {t}: the local detail changes abruptly there."
+            _sentence(f"look at {f'{noun} {loc}'.strip()}: it carries the measured changes")
         )
+    for d in main[:2]:
+        ct = str(d.get("change_type") or "change")
+        what = (
+            f"{article(ct)} {ct} covers about {float(d.get('area') or 0) * 100:.1f}% of the frame"
+        )
+        strength = ""
+        if d.get("magnitude") is not None:
+            strength = f"with a mean intensity change of {float(d['magnitude']) * 100:.0f}%"
+        parts.append(
+            _sentence(
+                what, where(d.get("region")), strength, f"(salience {d.get('salience', 1)} of 5)"
+            )
+        )
+        if ct in MEASURED:
+            parts.append(_sentence(MEASURED[ct]))
+    art = [d for d in diffs if d.get("change_type") == "artifact"]
+    if art:
+        level = art[0].get("magnitude")
+        amount = f" of about {float(level) * 100:.1f}% per pixel" if level is not None else ""
+        parts.append(
+            _sentence(f"high-frequency noise or blocking{amount} is spread across the image")
+        )
+    if not main and not art:
+        parts.append(_sentence("no measurable pixel difference supports the claim"))
     return " ".join(parts)
 
 
-def simple_fake(ins: dict[str, Any], complex_text: str, variant: int = 0) -> str:
-    t, loc, kind = ins["target"], ins["location_hint"], ins["kind"]
+def simple_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int = 0) -> str:
+    """One measured reason in plain words."""
+    main = [d for d in diffs if d.get("change_type") != "artifact"]
+    noun, loc, _ = subject(ins, main)
+    ct = str(main[0].get("change_type")) if main else ""
+    reason = PLAIN.get(ct, "it does not match the rest of the picture")
+    place = f"{noun} {loc}".strip()
     if variant % 2 == 0:
-        return f"This picture was changed. Look at the {t} at the {loc}: {PLAIN.get(kind, OTHER_PLAIN)}."
-    return f"The {t} at the {loc} gives it away: {PLAIN.get(kind, OTHER_PLAIN)}, so the picture was edited."
+        return f"This picture was edited. Look at {place}: {reason}."
+    return _sentence(f"{place} gives it away: {reason}, so the picture was edited")
 
 
 def noise_sigma(grey: np.ndarray) -> float:
@@ -112,19 +153,32 @@ def image_evidence(img: np.ndarray) -> dict[str, Any]:
 
 
 def authenticity(img: np.ndarray, caption: str, entities: list[str], variant: int = 0) -> str:
+    """Measured image statistics only: brightness gradient, noise level, local sharpness."""
     ev = image_evidence(img)
-    ents = entities[:2] or ["scene"]
-    e1 = ents[0]
-    e2 = ents[1] if len(ents) > 1 else ents[0]
-    noise = "a fine, even sensor grain" if ev["noise_sigma"] > 0.8 else "very low, uniform noise"
+    ents = [re.sub(r"^(the|a|an)\s+", "", e, flags=re.I) for e in entities if e][:2]
+    scene = " and the ".join(ents)
+    around = f"the scene around the {scene}" if ents else "the scene"
+    light = {
+        "evenly, without a dominant direction": "is evenly lit, with no brightness gradient between its halves",
+        "from above": "is brighter in its upper half than in its lower half",
+        "from below": "is brighter in its lower half than in its upper half",
+        "from the left": "is brighter on its left than on its right",
+        "from the right": "is brighter on its right than on its left",
+    }[ev["light"]]
+    noise = "a fine, even sensor grain" if ev["noise_sigma"] > 0.8 else "very low noise"
     parts = [
-        f"The {e1} and the {e2} are lit consistently {ev['light']}, and their shadows and highlights agree.",
-        f"The image has {noise} (about {ev['noise_sigma']:.1f} grey levels) across flat and textured areas alike.",
-        f"Texture detail varies smoothly with focus and depth (local sharpness from {ev['detail_min']:.0f} to "
-        f"{ev['detail_max']:.0f}), with no pasted or smeared patches.",
+        _sentence(around, light),
+        _sentence(
+            f"the image has {noise} (about {ev['noise_sigma']:.1f} grey levels, estimated over "
+            "the whole frame)"
+        ),
+        _sentence(
+            f"local sharpness over a 3 by 3 grid ranges from {ev['detail_min']:.0f} to "
+            f"{ev['detail_max']:.0f}"
+        ),
     ]
     if variant % 2 == 1:
-        parts.append(f"Edges around the {e1} are continuous and follow its material.")
+        parts = [parts[1], parts[0], parts[2]]
     return " ".join(parts)
 
 

@@ -110,6 +110,9 @@ def judge(
     }
 
 
+VERDICT_ORDER = ("KEEP", "BORDERLINE", "DISCARD")  # strictest last: ties go that way
+
+
 def aggregate(
     records: list[dict[str, Any]],
     *,
@@ -117,8 +120,15 @@ def aggregate(
     keep_score: float,
     borderline_score: float,
     hard_discard: list[str],
+    decide: str = "judge",
 ) -> dict[str, Any]:
-    """Many judges' raw records -> one verdict. Pure function of the records and the rule."""
+    """Many judges' raw records -> one verdict. Pure function of the records and the rule.
+
+    ``decide="judge"`` (the paper's Edit-Check): the judge's own KEEP / BORDERLINE / DISCARD is
+    the verdict; several judges vote, a tie goes to the stricter verdict. ``decide="score"``:
+    the judges' final scores are combined (``combine``) and re-thresholded. Either way a judge
+    naming a ``hard_discard`` category (off-target dominates) discards.
+    """
     scores = [float(r["final_score"]) for r in records]
     score = {"mean": sum(scores) / len(scores), "min": min(scores), "max": max(scores)}[combine]
     cats = [r["failure_category"] for r in records]
@@ -131,6 +141,27 @@ def aggregate(
             "failure_category": cat,
             "rationale": next(r["rationale"] for r in records if r["failure_category"] == cat),
         }
+    if decide == "judge":
+        votes = [r.get("verdict") for r in records if r.get("verdict") in VERDICT_ORDER]
+        if votes:
+            top = max(votes.count(v) for v in VERDICT_ORDER)
+            verdict = max(
+                (v for v in VERDICT_ORDER if votes.count(v) == top), key=VERDICT_ORDER.index
+            )
+            agree = [r for r in records if r.get("verdict") == verdict]
+            bad = [r["failure_category"] for r in agree if r["failure_category"] != "none"]
+            cat = (
+                "none"
+                if verdict == "KEEP"
+                else (max(set(bad), key=bad.count) if bad else "edit_partial")
+            )
+            best = next((r for r in agree if r["failure_category"] == cat), agree[0])
+            return {
+                "score": score,
+                "verdict": verdict,
+                "failure_category": cat,
+                "rationale": best["rationale"],
+            }
     if all(c == "edit_missing" for c in cats):
         return {
             "score": score,

@@ -18,13 +18,13 @@ from . import (  # noqa: F401  (importing registers the ops)
     weather,
 )
 from .config import AdversarialConfig, PerturbationConfig, SplitSchedule
-from .mixture import apply_record, op_pool, perturb_image, plan
+from .mixture import apply_record, op_pool, perturb_image, plan, surrogates
 from .propagation import propagate
 from .quality import quality
 from .registry import FAMILIES, REGISTRY, SPLITS, Op, OpParams
 
 # Bump when any op's pixels or sampling change: part of the perturbation stage fingerprint.
-CATALOGUE_VERSION = "1"
+CATALOGUE_VERSION = "2"  # 2: placement per split as XPlainVerse Step 4 / App. 12; pgd
 
 __all__ = [
     "CATALOGUE_VERSION",
@@ -42,4 +42,5 @@ __all__ = [
     "plan",
     "propagate",
     "quality",
+    "surrogates",
 ]

@@ -1,5 +1,7 @@
 """Adversarial family: stored universal perturbation (from train), FOA-style targeted attack
-(from validation). Torch is imported inside the op functions only.
+(from validation), PGD embedding attack (from test). Torch is imported inside the op
+functions only. Surrogate encoders are specs (``forenset.perturbations.attacks.load_encoder``):
+random-init tiny nets by default, any image encoder from a local folder (``hf:PATH``).
 
 Params that are not severities (encoders, steps, UAP file) come from
 ``PerturbationConfig.adversarial`` and are recorded with every op so a record replays alone.
@@ -113,5 +115,38 @@ def foa(
     )
 
 
+class PgdParams(OpParams):
+    eps: float = sev_field(4.0, 16.0)  # L-inf radius in 0..255 units
+    steps: int = 10
+    step_size: float = 2.0  # 0..255 units per signed step
+    encoders: list[str] = Field(default_factory=lambda: list(DEFAULT_ENCODERS))
+    device: str = "cpu"
+
+
+def pgd(
+    img: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    eps: float,
+    steps: int,
+    step_size: float,
+    encoders: list[str],
+    device: str,
+) -> np.ndarray:
+    """PGD embedding attack: push the surrogates' global embeddings away from the clean ones."""
+    from .attacks import pgd_attack
+
+    return pgd_attack(
+        img,
+        encoders,
+        eps=eps / 255.0,
+        step_size=step_size / 255.0,
+        steps=int(steps),
+        rng=rng,
+        device=device,
+    )
+
+
 register("uap", "adversarial", "train", UapParams, uap)
 register("foa", "adversarial", "validation", FoaParams, foa)
+register("pgd", "adversarial", "test", PgdParams, pgd)

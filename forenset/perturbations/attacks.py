@@ -7,6 +7,9 @@ light. No torchvision: it fails to import beside the CPU torch wheel here.
   ensemble by minimising the cosine similarity of clean vs perturbed global embeddings
   (arXiv 2505.05528; simplified: the whole ensemble every step instead of bandit-selected
   surrogates). Stored as ``.npy`` (HxWx3 float32, unit L-inf: delta / eps) or ``.pt``.
+* PGD embedding attack (untargeted, per image): from a random start in the L-inf ball, signed
+  steps that lower the cosine similarity of the clean and perturbed global embeddings over the
+  ensemble (Madry et al.'s PGD with an embedding loss instead of a classifier's).
 * FOA-style targeted per-image attack: maximise global cosine to a target image plus
   ``ot_weight`` x optimal-transport similarity (Sinkhorn) between k-means clusters of patch
   tokens, on random crops, with signed steps projected to an L-inf ball (implemented from
@@ -124,6 +127,67 @@ class TimmEncoder:
         return pooled, feats
 
 
+class HFVisionEncoder:
+    """A transformers image model from a local folder (``save_pretrained`` layout) as a
+    surrogate: CLIP (its vision tower), SigLIP, ViT, DINOv2, ConvNeXt... Tokens are the last
+    hidden state, the global embedding is the pooled output (or the token mean)."""
+
+    def __init__(self, path: str, device: str) -> None:
+        import json
+
+        from transformers import AutoModel
+
+        model = AutoModel.from_pretrained(path, local_files_only=True)
+        vision = getattr(model, "vision_model", None)
+        self.model = (vision if vision is not None else model).to(device).eval()
+        proj = getattr(model, "visual_projection", None)  # CLIP: image embedding space
+        self.projection = proj.to(device).eval() if proj is not None else None
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        cfg = model.config
+        vcfg = getattr(cfg, "vision_config", None) or cfg
+        size = getattr(vcfg, "image_size", 224)
+        self.input_size = int(size[0] if isinstance(size, tuple | list) else size)
+        self.mean, self.std = _MEAN, _STD
+        pre = Path(path) / "preprocessor_config.json"
+        if pre.exists():  # the model's own normalisation when it ships one
+            d = json.loads(pre.read_text(encoding="utf-8"))
+            self.mean = tuple(d.get("image_mean", _MEAN))
+            self.std = tuple(d.get("image_std", _STD))
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean = torch.tensor(self.mean, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+        if x.shape[-1] != self.input_size or x.shape[-2] != self.input_size:
+            x = F.interpolate(x, size=(self.input_size,) * 2, mode="bilinear", align_corners=False)
+        out = self.model(pixel_values=(x - mean) / std)
+        tokens = out.last_hidden_state
+        if tokens.ndim == 4:  # CNN feature map B,C,H,W -> tokens
+            tokens = tokens.flatten(2).transpose(1, 2)
+        pooled = getattr(out, "pooler_output", None)
+        if pooled is None:
+            pooled = tokens.mean(1)
+        return pooled.flatten(1), tokens
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """The image embedding (CLIP-I): projected when the model has a projection."""
+        g = self.encode(x)[0]
+        return self.projection(g) if self.projection is not None else g
+
+
+class OpenClipDirEncoder(OpenClipEncoder):
+    """An open_clip checkpoint folder (``open_clip_config.json`` + weights) on local disk."""
+
+    def __init__(self, path: str, device: str) -> None:  # noqa: D107
+        import open_clip  # optional dependency, not installed by default
+
+        model, _ = open_clip.create_model_from_pretrained(f"local-dir:{path}")
+        self.visual = model.visual.to(device).eval()
+        self.visual.output_tokens = True
+        size = self.visual.image_size
+        self.input_size = int(size[0] if isinstance(size, tuple | list) else size)
+
+
 def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -135,8 +199,9 @@ _TORCH_LOCK = threading.RLock()  # torch's thread count and global RNG are proce
 
 @functools.lru_cache(maxsize=16)
 def load_encoder(spec: str, device: str = "cpu", input_size: int = 64) -> SurrogateEncoder:
-    """Build an encoder from a spec: ``tiny_conv:SEED``, ``tiny_vit:SEED``,
-    ``open_clip:MODEL/PRETRAINED`` or ``timm:NAME``. Tiny nets are seeded deterministically."""
+    """Build an encoder from a spec: ``tiny_conv:SEED``, ``tiny_vit:SEED`` (random-init, seeded),
+    ``hf:PATH`` (a transformers image model saved in a local folder), ``open_clip_dir:PATH``
+    (an open_clip checkpoint folder), ``open_clip:MODEL/PRETRAINED`` or ``timm:NAME``."""
     kind, _, arg = spec.partition(":")
     if kind in ("tiny_conv", "tiny_vit"):
         seed = int(arg or 0)
@@ -147,6 +212,10 @@ def load_encoder(spec: str, device: str = "cpu", input_size: int = 64) -> Surrog
         for p in net.parameters():
             p.requires_grad_(False)
         return net
+    if kind == "hf":
+        return HFVisionEncoder(arg, device)
+    if kind == "open_clip_dir":
+        return OpenClipDirEncoder(arg, device)
     if kind == "open_clip":
         name, _, pretrained = arg.partition("/")
         return OpenClipEncoder(name, pretrained, device)
@@ -358,3 +427,41 @@ def foa_attack(
     """One image (CPU single-threaded for bit-identity)."""
     with single_thread():
         return foa_attack_batch([img], [target], encoders, **kw)[0]  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- PGD embedding attack
+
+
+def pgd_attack(
+    img: np.ndarray,
+    encoders: Sequence[str],
+    *,
+    eps: float,
+    step_size: float,
+    steps: int,
+    rng: np.random.Generator,
+    device: str = "auto",
+) -> np.ndarray:
+    """Untargeted PGD on one uint8 image (eps/step_size in [0,1] units): push its global
+    embeddings away from the clean ones. CPU single-threaded for bit-identity."""
+    dev = resolve_device(device)
+    with single_thread():
+        encs = [load_encoder(s, dev) for s in encoders]
+        x = _to_tensor([img], dev)
+        with torch.no_grad():
+            clean = [enc.encode(_resize(x, enc.input_size))[0] for enc in encs]
+        start = rng.uniform(-eps, eps, size=tuple(x.shape)).astype(np.float32)
+        delta = torch.from_numpy(start).to(dev)
+        delta = (x + delta).clamp(0, 1) - x
+        for _ in range(steps):
+            delta.requires_grad_(True)
+            loss = torch.zeros((), device=dev)
+            for enc, g0 in zip(encs, clean, strict=True):
+                g, _ = enc.encode(_resize((x + delta).clamp(0, 1), enc.input_size))
+                loss = loss - F.cosine_similarity(g, g0, dim=-1).sum()
+            (grad,) = torch.autograd.grad(loss, delta)
+            with torch.no_grad():
+                delta = (delta + step_size * grad.sign()).clamp(-eps, eps)
+                delta = (x + delta).clamp(0, 1) - x
+        adv = (x + delta.detach()).clamp(0, 1)[0].permute(1, 2, 0).cpu().numpy()
+    return np.clip(np.rint(adv * 255.0), 0, 255).astype(np.uint8)

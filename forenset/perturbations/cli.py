@@ -165,7 +165,11 @@ def summary(
 @app.command("train-uap")
 def train_uap_cmd(
     out: Path = typer.Option(Path("uap.npy"), help=".npy or .pt"),
-    encoders: list[str] = typer.Option(["tiny_conv:0", "tiny_vit:1"]),
+    encoders: list[str] = typer.Option(
+        ["tiny_conv:0", "tiny_vit:1"],
+        help="Surrogate specs: tiny_conv:SEED, tiny_vit:SEED, hf:PATH (a local transformers "
+        "image model folder), open_clip_dir:PATH.",
+    ),
     images: Path | None = typer.Option(None, help="training images (default: skimage photos)"),
     size: int = typer.Option(64),
     steps: int = typer.Option(100),

@@ -43,7 +43,13 @@ class AdversarialConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
+    # surrogate encoder specs (attacks.load_encoder): tiny_conv:SEED / tiny_vit:SEED (random
+    # init), hf:PATH (a transformers image model in a local folder), open_clip_dir:PATH, ...
     encoders: list[str] = Field(default_factory=lambda: ["tiny_conv:0", "tiny_vit:1"])
+    # per attack: None = ``encoders`` (for a stored UAP: the surrogates it was trained against)
+    uap_encoders: list[str] | None = None
+    foa_encoders: list[str] | None = None
+    pgd_encoders: list[str] | None = None
     device: str = "auto"  # "auto" = cuda when available
     uap_path: str | None = None  # .npy/.pt; None = train a small one in-process (cached)
     uap_size: int = 64
@@ -61,6 +67,27 @@ class AdversarialConfig(BaseModel):
     foa_clusters: int = 10
     foa_ot_weight: float = 0.2
     foa_crop_min: float = 0.7
+    pgd_eps: dict[str, tuple[float, float]] = Field(default_factory=lambda: {"test": (8.0, 16.0)})
+    pgd_steps: int = 10
+    pgd_step_size: float = 2.0
+
+    def surrogates(self, attack: str) -> list[str]:
+        """The encoder specs one attack (uap | foa | pgd) runs against."""
+        own = getattr(self, f"{attack}_encoders")
+        return list(own if own is not None else self.encoders)
+
+    @model_validator(mode="after")
+    def _encoders_load(self) -> AdversarialConfig:
+        from .encoder_specs import check_encoder_spec
+
+        for spec in {
+            *self.encoders,
+            *(self.uap_encoders or []),
+            *(self.foa_encoders or []),
+            *(self.pgd_encoders or []),
+        }:
+            check_encoder_spec(spec)
+        return self
 
 
 def _default(split: str) -> SplitSchedule:

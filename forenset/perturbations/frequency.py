@@ -128,8 +128,8 @@ def moire(
     return to_u8(x)
 
 
-register("unsharp_halo", "frequency", "train", UnsharpHaloParams, unsharp_halo)
-register("ringing_overshoot", "frequency", "train", RingingOvershootParams, ringing_overshoot)
-register("lowpass_ringing", "frequency", "validation", LowpassRingingParams, lowpass_ringing)
-register("spectral_noise", "frequency", "validation", SpectralNoiseParams, spectral_noise)
+register("unsharp_halo", "frequency", "test", UnsharpHaloParams, unsharp_halo)
+register("ringing_overshoot", "frequency", "test", RingingOvershootParams, ringing_overshoot)
+register("lowpass_ringing", "frequency", "test", LowpassRingingParams, lowpass_ringing)
+register("spectral_noise", "frequency", "test", SpectralNoiseParams, spectral_noise)
 register("moire", "frequency", "test", MoireParams, moire)

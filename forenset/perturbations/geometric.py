@@ -129,11 +129,9 @@ def crop_resize(img: np.ndarray, *, rng: np.random.Generator, keep: float) -> np
     return cv2.resize(crop, (w, h), interpolation=cv2.INTER_LINEAR)
 
 
-register("affine", "geometric", "train", AffineParams, affine)
-register("crop_resize", "geometric", "train", CropResizeParams, crop_resize)
-register("perspective", "geometric", "validation", PerspectiveParams, perspective)
-register(
-    "optical_distortion", "geometric", "validation", OpticalDistortionParams, optical_distortion
-)
+register("affine", "geometric", "test", AffineParams, affine)
+register("crop_resize", "geometric", "test", CropResizeParams, crop_resize)
+register("perspective", "geometric", "test", PerspectiveParams, perspective)
+register("optical_distortion", "geometric", "test", OpticalDistortionParams, optical_distortion)
 register("elastic", "geometric", "test", ElasticParams, elastic)
 register("grid_distortion", "geometric", "test", GridDistortionParams, grid_distortion)

@@ -76,7 +76,7 @@ def _overrides(op: Op, split: str, rng: np.random.Generator, cfg: PerturbationCo
         return {
             "eps": float(rng.uniform(lo, hi)),
             "uap_path": a.uap_path,
-            "encoders": list(a.encoders),
+            "encoders": a.surrogates("uap"),
             "uap_size": a.uap_size,
             "uap_steps": a.uap_steps,
             "uap_seed": a.uap_seed,
@@ -90,7 +90,16 @@ def _overrides(op: Op, split: str, rng: np.random.Generator, cfg: PerturbationCo
             "clusters": a.foa_clusters,
             "ot_weight": a.foa_ot_weight,
             "crop_min": a.foa_crop_min,
-            "encoders": list(a.encoders),
+            "encoders": a.surrogates("foa"),
+            "device": a.device,
+        }
+    if op.name == "pgd":
+        lo, hi = a.pgd_eps.get(split, a.pgd_eps.get("test", (8.0, 16.0)))
+        return {
+            "eps": float(rng.uniform(lo, hi)),
+            "steps": a.pgd_steps,
+            "step_size": a.pgd_step_size,
+            "encoders": a.surrogates("pgd"),
             "device": a.device,
         }
     return {}
@@ -140,6 +149,15 @@ def _check_image(img: np.ndarray) -> None:
         raise ValueError(f"image too small for perturbation: {img.shape}")
 
 
+def surrogates(record: dict[str, Any]) -> list[str]:
+    """The surrogate encoders a record's adversarial ops ran against ([] when none)."""
+    out: list[str] = []
+    for entry in record["ops"]:
+        if entry.get("family") == "adversarial":
+            out.extend(e for e in entry["params"].get("encoders", []) if e not in out)
+    return out
+
+
 def apply_record(
     img: np.ndarray, record: dict[str, Any], *, single_thread: bool = True
 ) -> np.ndarray:
@@ -171,4 +189,12 @@ def perturb_image(
     return apply_record(img, record, single_thread=config.single_thread), record
 
 
-__all__ = ["SPLITS", "apply_record", "op_pool", "perturb_image", "plan", "sample_schedule"]
+__all__ = [
+    "SPLITS",
+    "apply_record",
+    "op_pool",
+    "perturb_image",
+    "plan",
+    "sample_schedule",
+    "surrogates",
+]

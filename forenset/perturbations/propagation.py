@@ -121,7 +121,7 @@ def social_chain(
     return x
 
 
-register("propagation_1x", "propagation", "train", PropagationParams, _make_level(1))
+register("propagation_1x", "propagation", "validation", PropagationParams, _make_level(1))
 register("propagation_2x", "propagation", "validation", PropagationParams, _make_level(2))
 register("propagation_3x", "propagation", "test", PropagationParams, _make_level(3))
 register("social_chain", "propagation", "validation", SocialChainParams, social_chain)

@@ -116,7 +116,7 @@ def shadow(
     return run_albumentations(t, img, rng)
 
 
-register("shadow", "weather", "train", ShadowParams, shadow)
+register("shadow", "weather", "validation", ShadowParams, shadow)
 register("fog", "weather", "validation", FogParams, fog)
 register("rain", "weather", "validation", RainParams, rain)
 register("sun_flare", "weather", "validation", SunFlareParams, sun_flare)

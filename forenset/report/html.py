@@ -141,6 +141,14 @@ def counts_section(store: RunStore, con: Any) -> str:
 def discard_section(con: Any) -> str:
     vt = verdict_source()[0]
     out = "<h2>Edit-Check: discard rates</h2>"
+    from forenset.stats import discard_line
+
+    tot = _q(
+        con,
+        f"SELECT count(*) FILTER (keep), count(*) FILTER (NOT keep) FROM {vt} WHERE status='ok'",
+    )
+    if tot:
+        out += f"<p>{html.escape(discard_line(int(tot[0][0] or 0), int(tot[0][1] or 0)))}</p>"
     for col, title in (
         ("generator", "generator"),
         ("family", "edit family"),

@@ -30,6 +30,11 @@ SCHEMA = stage_schema(
     pa.field("changed_frac", F64),  # share of pixels the pixel map marks as changed
     pa.field("psnr", F64),
     pa.field("ssim", F64),
+    pa.field("psnr_outside", F64),  # PSNR outside the instruction's target box (preservation)
+    pa.field("ssim_outside", F64),
+    pa.field("lpips", F64),  # null without a local LPIPS model
+    pa.field("clip_i", F64),  # null without a local image encoder
+    pa.field("fidelity_note", S),  # why a fidelity value is null
     pa.field("grounding", S),  # JSON: hallucinated / missed flags vs the pixel map
     *USAGE_FIELDS,
 )

@@ -13,6 +13,7 @@ SCHEMA = stage_schema(
     pa.field("schedule", S),  # single | pair | chunk
     pa.field("ops", S),  # JSON ordered list of {name, family, params}
     pa.field("op_names", pa.list_(S)),
+    pa.field("surrogates", pa.list_(S)),  # encoder specs the adversarial ops ran against
     pa.field("psnr", F64),
     pa.field("ssim", F64),
 )

@@ -9,6 +9,7 @@ SCHEMA = stage_schema(
     pa.field("candidate_id", S),
     pa.field("generator", S),
     pa.field("generator_family", S),
+    pa.field("generators", pa.list_(S)),  # every generator that made these exact bytes
     pa.field("split", S),
     pa.field("holdout", B),
     pa.field("blob", S),

@@ -8,16 +8,20 @@ and the changed fraction are always measured from pixels.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
 import pyarrow as pa
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from forenset.backends.fidelity import check_local, clip_i, lpips, off_target
 from forenset.backends.llm.types import ChatRequest
 from forenset.backends.offline_diff import fidelity, ground, pixel_differences
+from forenset.confbase import operational
 from forenset.images import decode_rgb
+from forenset.perturbations.encoder_specs import check_encoder_spec
 from forenset.schemas.diffs import SCHEMA
 from forenset.tasks.base import ShardSpec, StageRowError, dumps
 from forenset.tasks.modelcall import ModelStageConfig, Outcome, model_stage_config, request
@@ -30,6 +34,17 @@ class DiffsConfig(ModelStageConfig):
     threshold: float = Field(0.08, gt=0, lt=1)  # per-pixel |Δ| (0..1) counted as a change
     min_region_frac: float = Field(0.0015, ge=0, lt=1)  # smaller connected regions are noise
     max_regions: int = Field(8, ge=1, le=64)
+    # preservation fidelity models, from local paths only (null with the reason without one)
+    clip_encoder: str | None = None  # CLIP-I: an image encoder spec, e.g. hf:/models/clip-vit
+    lpips_model: str | None = None  # LPIPS: a TorchScript file of an LPIPS network
+    fidelity_device: str = operational("cpu")
+
+    @model_validator(mode="after")
+    def _models_exist(self) -> DiffsConfig:
+        check_local(self.lpips_model, "diffs.lpips_model")
+        if self.clip_encoder:
+            check_encoder_spec(self.clip_encoder)
+        return self
 
 
 TEMPLATES = ("visual_differences",)
@@ -133,7 +148,7 @@ class DiffsModel(ModelStrategy):
 class Diffs(StrategyStage):
     name = "diffs"
     config_model = DiffsConfig
-    version = "2"
+    version = "3"
     inputs = ("candidates",)
 
     def plan(self, upstream):
@@ -168,4 +183,22 @@ class Diffs(StrategyStage):
         )
         psnr, ssim = fidelity(real, fake)
         pixels = {"changed_frac": d["changed_frac"], "psnr": psnr, "ssim": ssim}
+        pixels.update(self.preservation(row, real, fake))
         return d, pixels, real_png, fake_png
+
+    def preservation(self, row: dict[str, Any], real: Any, fake: Any) -> dict[str, Any]:
+        """Off-target PSNR/SSIM (outside the instruction's target box), LPIPS and CLIP-I; each
+        null value's reason in ``fidelity_note``."""
+        c = self.cfg
+        try:
+            box = json.loads(row.get("instruction") or "{}").get("change_bbox")
+        except (ValueError, AttributeError):
+            box = None
+        out = off_target(real, fake, box)
+        notes = [out.pop("note")]
+        out["lpips"], why = lpips(real, fake, c.lpips_model, c.fidelity_device)
+        notes.append(why)
+        out["clip_i"], why = clip_i(real, fake, c.clip_encoder, c.fidelity_device)
+        notes.append(why)
+        out["fidelity_note"] = "; ".join(n for n in notes if n) or None
+        return out

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 from pydantic import Field
 
-from forenset.backends.llm.types import ChatRequest
+from forenset.backends.llm.types import ChatRequest, LLMSettings
 from forenset.backends.offline_explain import (
     authenticity,
     complex_fake,
@@ -25,6 +25,7 @@ from forenset.backends.offline_explain import (
     leaks,
     mentioned,
     simple_fake,
+    subject,
 )
 from forenset.images import decode_rgb
 from forenset.schemas.explanations import SCHEMA
@@ -35,6 +36,7 @@ from forenset.tasks.modelcall import (
     Validator,
     model_stage_config,
     request,
+    template_hashes,
 )
 from forenset.tasks.splits import SplitPartitioned
 from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
@@ -47,6 +49,11 @@ from forenset.text.models import AuthenticityExplanation, ComplexExplanation, Si
 
 
 class ExplanationsConfig(ModelStageConfig):
+    """``llm``: the pool for fakes (complex, then simple). ``authenticity_llm``: the pool for
+    real photos' authenticity explanations (XPlainVerse uses its own models for them); unset,
+    reals use ``llm``. A kind whose pool is unset is explained offline, from measurements."""
+
+    authenticity_llm: LLMSettings | None = None
     min_words: int = Field(12, ge=1)
     max_words: dict[str, int] = {"complex": 160, "simple": 45, "authenticity": 140}
 
@@ -79,7 +86,7 @@ class ExplanationsOffline(OfflineStrategy):
                     "n_words": len(text.split()),
                     "attempts": attempt + 1,
                     "backend": "offline",
-                    "model": "templates-v1",
+                    "model": "templates-v2",
                 }
         raise StageRowError(
             f"{kind} explanation failed validation after {tries} attempts: {'; '.join(problems)}"
@@ -93,17 +100,18 @@ class ExplanationsOffline(OfflineStrategy):
                 "authenticity", lambda a: authenticity(img, row["caption"], ents, a), ents, row
             )
             return
-        ins = json.loads(row["instruction"])
-        if "target" not in ins:
+        ins = json.loads(row["instruction"] or "{}")
+        if row.get("differences") is None:
             raise StageRowError(
-                "offline explanations need an edit record; text-to-image samples are explained "
-                "by a VLM (set explanations.llm)"
+                "offline explanations need a difference record; text-to-image samples are "
+                "explained by a VLM (set explanations.llm)"
             )
         diffs = json.loads(row["differences"] or "[]")
-        ents = [ins["target"]]
-        cx = self.generate("complex", lambda a: complex_fake(ins, diffs, a), ents, row)
-        yield cx
-        yield self.generate("simple", lambda a: simple_fake(ins, cx["text"], a), ents, row)
+        # the target when the instruction names one (else the largest measured region); the
+        # edit kind is never used: the text states what was measured
+        ents = [subject(ins, [d for d in diffs if d.get("change_type") != "artifact"])[2]]
+        yield self.generate("complex", lambda a: complex_fake(ins, diffs, a), ents, row)
+        yield self.generate("simple", lambda a: simple_fake(ins, diffs, a), ents, row)
 
 
 class ExplanationsModel(ModelStrategy):
@@ -204,18 +212,33 @@ class ExplanationsModel(ModelStrategy):
             **o.trace(),
         }
 
+    def pool(self, kind: str) -> LLMSettings | None:
+        """The model pool of one explanation kind (None: explained offline)."""
+        c = self.cfg
+        return (c.authenticity_llm or c.llm) if kind == "authenticity" else c.llm
+
     def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         meta: dict[str, tuple[dict[str, Any], str, list[str]]] = {}
-        first = []
+        first: dict[str, list[tuple[ChatRequest, Validator]]] = {"complex": [], "authenticity": []}
+        offline = []
         for row in batch.to_pylist():
             kind = "authenticity" if row["label"] == "real" else "complex"
+            if self.pool(kind) is None:
+                offline.append(row)
+                continue
             made = self.prepare(self.keyed(row, kind), out, partial(self.first, row, kind))
             if made is not None:
                 ents, req = made
                 meta[req.item_id] = (row, kind, ents)
-                first.append((req, self.checker(kind, ents)))
-        done = self.call(first)
+                first[kind].append((req, self.checker(kind, ents)))
+        if offline:
+            sub = pa.Table.from_pylist(offline, schema=batch.schema)
+            out.extend(ExplanationsOffline(self.stage).run(sub, shard))
+        done: dict[str, Outcome] = {}
+        for kind, items in first.items():
+            if items:
+                done.update(self.call(items, self.pool(kind)))
         second = []
         for item_id, (row, kind, ents) in list(meta.items()):
             o = done[item_id]
@@ -238,7 +261,7 @@ class ExplanationsModel(ModelStrategy):
             if req is not None:
                 meta[req.item_id] = (row, "simple", ents)
                 second.append((req, self.checker("simple", ents)))
-        for item_id, o in self.call(second).items():
+        for item_id, o in (self.call(second, self.cfg.llm) if second else {}).items():
             row, kind, ents = meta[item_id]
             out.extend(
                 self.convert(self.keyed(row, kind), o, partial(self.record, row, kind, ents, o))
@@ -267,7 +290,17 @@ class Explanations(SplitPartitioned, StrategyStage):
     model_strategy = ExplanationsModel
 
     def stage_config(self) -> dict[str, Any]:
-        return model_stage_config(self.cfg, TEMPLATES)
+        d = model_stage_config(self.cfg, TEMPLATES)
+        if self.cfg.authenticity_llm is not None and "templates" not in d:
+            d["templates"] = template_hashes(TEMPLATES, self.cfg.prompts_dir)
+        return d
+
+    def strategy(self) -> Any:
+        """The model path when either pool is set; a kind without a pool is explained offline."""
+        c = self.cfg
+        if c.llm is None and c.authenticity_llm is None:
+            return self.offline_strategy(self)
+        return self.model_strategy(self)
 
     def validate(self, kind: str, text: str, entities: list[str]) -> list[str]:
         """This stage's own checks of an explanation (both strategies): length, a concrete

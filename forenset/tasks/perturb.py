@@ -8,7 +8,13 @@ from typing import Any
 from pydantic import Field
 
 from forenset.images import decode_rgb, encode_png
-from forenset.perturbations import CATALOGUE_VERSION, PerturbationConfig, perturb_image, quality
+from forenset.perturbations import (
+    CATALOGUE_VERSION,
+    PerturbationConfig,
+    perturb_image,
+    quality,
+    surrogates,
+)
 from forenset.schemas.perturbations import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.tasks.base import RowStage, ShardSpec, StageRowError
@@ -24,7 +30,7 @@ class PerturbationsStageConfig(PerturbationConfig):
 class Perturbations(SplitPartitioned, RowStage):
     name = "perturbations"
     config_model = PerturbationsStageConfig
-    version = "1"
+    version = "2"
     input_columns = ("sample_id", "label", "split", "blob")
     output_schema = SCHEMA
     key = "perturbation_id"
@@ -62,6 +68,7 @@ class Perturbations(SplitPartitioned, RowStage):
                 "schedule": rec["schedule"],
                 "ops": json.dumps(rec["ops"], sort_keys=True),
                 "op_names": [o["name"] for o in rec["ops"]],
+                "surrogates": surrogates(rec),
                 "psnr": q["psnr"],
                 "ssim": q["ssim"],
                 "seed": seed,

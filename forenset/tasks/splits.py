@@ -3,6 +3,9 @@
 Assignment is a pure function of (build seed, source image id), so a real photo and all its
 fakes share a split, adding a generator does not move other rows, and the stage maps shard by
 shard (no barrier). Fakes of held-out generators whose source is not in test are left out.
+With several edit generators, an instructions shard's edits are planned once every edit
+generator's verdicts of it are in: identical candidates (same photo, same bytes) of different
+generators are kept once, under the first generator by name, with all of them in ``generators``.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ FAKE_COLUMNS = (
 class Splits(Stage):
     name = "splits"
     config_model = SplitsConfig
-    version = "1"
+    version = "2"
     inputs = ("captions", "verdicts", "candidates")  # candidates: text-to-image shards only
     input_columns = {
         "captions": ("image_id", "blob", "caption", "entities"),
@@ -80,7 +83,74 @@ class Splits(Stage):
         if label == "real" and not self.cfg.include_reals:
             return []
         gen = upstream.partition.get("generator", "real")
+        editors = self.edit_generators()
+        if upstream.stage == "verdicts" and gen in editors and len(editors) > 1:
+            return self.plan_edits(upstream, editors)
         return [self.spec(f"{label}-{gen}-{upstream.shard_id}", {}, [upstream], {"label": label})]
+
+    def edit_generators(self) -> list[str]:
+        """The generators that edit every instructions shard (their verdicts share its id)."""
+        pool = getattr(self.ctx.config, "generators", None) or []
+        return sorted(g.name for g in pool if "edit" in g.tasks())
+
+    def plan_edits(self, upstream: ShardInfo, editors: list[str]) -> list[ShardSpec]:
+        """One instructions shard's edits, once every edit generator's verdicts of it are in:
+        candidates of different generators with identical bytes (same photo) are kept once.
+
+        Each generator's splits shard reads only its own verdicts; what it learned from the
+        others (which of its rows are duplicates, of which generators) is in its params, so a
+        new generator re-runs another's splits only where their images coincide."""
+        seen = self.__dict__.setdefault("_edit_shards", {}).setdefault(upstream.shard_id, {})
+        seen[upstream.partition["generator"]] = upstream
+        if set(seen) < set(editors):
+            return []  # the other generators' verdicts of this shard are not in yet
+        dups = self.duplicates([seen[g] for g in editors])
+        return [
+            self.spec(
+                f"fake-{g}-{upstream.shard_id}",
+                {},
+                [seen[g]],
+                {"label": "fake", "duplicates": dups.get(g, {})},
+            )
+            for g in editors
+        ]
+
+    def duplicates(self, infos: list[ShardInfo]) -> dict[str, dict[str, list[str]]]:
+        """generator -> {candidate_id: generators with identical bytes of the same photo},
+        for kept candidates only; the first generator by name that may use the photo's split
+        (held-out families only in test) keeps its row, the others' rows are dropped."""
+        cols = [
+            "candidate_id",
+            "image_id",
+            "generator",
+            "generator_family",
+            "blob",
+            "keep",
+            "status",
+        ]
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for info in infos:
+            for r in self.ctx.store.read_shard(info, columns=cols).to_pylist():
+                if r["status"] == "ok" and r["keep"] and r["blob"]:
+                    groups.setdefault((r["image_id"], r["blob"]), []).append(r)
+        out: dict[str, dict[str, list[str]]] = {}
+        c = self.cfg
+        for (image_id, _), rows in groups.items():
+            if len({r["generator"] for r in rows}) < 2:
+                continue
+            split = assign_split(self.ctx.seed, image_id, c.fractions)
+            rows.sort(key=lambda r: r["generator"])
+            usable = [
+                r
+                for r in rows
+                if split == "test" or r["generator_family"] not in c.holdout_families
+            ]
+            keeper = usable[0] if usable else None
+            names = sorted({r["generator"] for r in rows})
+            for r in rows:
+                # the keeper lists every generator; a dropped duplicate lists none
+                out.setdefault(r["generator"], {})[r["candidate_id"]] = names if r is keeper else []
+        return out
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         assert shard is not None
@@ -111,12 +181,16 @@ class Splits(Stage):
                         "candidate_id": None,  # a real photo: no edit, no differences
                         "instruction": None,
                         "differences": None,
+                        "generators": ["real"],
                         **common,
                     }
                 )
                 continue
             if not r.get("keep", True):  # text-to-image rows have no Edit-Check verdict
                 continue
+            generators = shard.params.get("duplicates", {}).get(r["candidate_id"], [r["generator"]])
+            if not generators:
+                continue  # identical bytes to another generator's candidate, kept there
             holdout = r["generator_family"] in c.holdout_families
             if holdout and split != "test":
                 continue  # a held-out generator may not leak into training data
@@ -134,6 +208,7 @@ class Splits(Stage):
                     "caption": r["caption"],
                     "instruction": r["instruction"],
                     "differences": r.get("differences"),  # text-to-image: no Edit-Check
+                    "generators": generators,
                     "entities": None,  # the source photo's entities describe the real image
                     **common,
                 }

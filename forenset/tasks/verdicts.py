@@ -18,10 +18,15 @@ from forenset.tasks.judgments import CARRY
 class VerdictsConfig(Strict):
     """The versioned aggregation rule: judges' raw records -> one verdict per candidate.
 
-    Changing a threshold here re-runs verdicts and what follows, never a judge call.
+    ``combine``, ``keep_score`` and ``borderline_score`` apply with ``decide: score``; with the
+    default ``decide: judge`` ``score`` is still the combined score, for the record. Changing a threshold here re-runs verdicts and what follows, never a judge call.
     """
 
-    rule_version: str = "agg-v1"
+    rule_version: str = "agg-v2"
+    # "judge": the text judge's own KEEP / BORDERLINE / DISCARD is the verdict (XPlainVerse
+    # Step 3; several judges vote, ties go to the stricter). "score": combine the judges'
+    # final scores and re-threshold them (keep_score / borderline_score), an explicit option.
+    decide: Literal["judge", "score"] = "judge"
     combine: Literal["mean", "min", "max"] = "mean"
     keep_score: float = Field(0.6, ge=0, le=1)
     borderline_score: float = Field(0.35, ge=0, le=1)
@@ -40,7 +45,7 @@ class Verdicts(Stage):
     config_model = VerdictsConfig
     version = "1"
     inputs = ("judgments",)
-    input_columns = CARRY + ("judge", "final_score", "failure_category", "rationale")
+    input_columns = CARRY + ("judge", "final_score", "verdict", "failure_category", "rationale")
     output_schema = SCHEMA
     key = "candidate_id"
     partition_by = ("generator",)
@@ -60,6 +65,7 @@ class Verdicts(Stage):
                 keep_score=c.keep_score,
                 borderline_score=c.borderline_score,
                 hard_discard=c.hard_discard,
+                decide=c.decide,
             )
             keep = v["verdict"] == "KEEP" or (
                 v["verdict"] == "BORDERLINE" and c.borderline_policy == "keep"

@@ -83,6 +83,7 @@ def test_build_query_status_and_noop_rerun(tmp_path, cfg_file):
     assert csv.splitlines()[0] == "generator,n" and "cv-faulty" in csv
     st = cli("status", str(run)).stdout
     assert "build complete" in st and "judgments" in st
+    assert "Edit-Check discard rate" in st and "XPlainVerse: 56.5%" in st
     again = cli("build", str(path), "--run-dir", str(run)).stdout
     assert "Nothing to do" in again
     assert (run / "config.yaml").exists() and (run / "config_hash.txt").exists()

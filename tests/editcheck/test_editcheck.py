@@ -107,7 +107,40 @@ def test_aggregation_hard_discards_and_rethresholds():
     assert aggregate([keep], **rule)["verdict"] == "KEEP"
     v = aggregate([keep, off], **rule)
     assert v["verdict"] == "DISCARD" and v["failure_category"] == "off_target"
-    assert aggregate([keep], **dict(rule, keep_score=0.95))["verdict"] == "BORDERLINE"
+    score = dict(rule, decide="score", keep_score=0.95)
+    assert aggregate([keep], **score)["verdict"] == "BORDERLINE"
+
+
+def test_verdict_is_the_judges_own_unless_score_is_asked():
+    """decide='judge' (default): the judge's KEEP/BORDERLINE/DISCARD stands whatever its score;
+    several judges vote, a tie goes to the stricter verdict; off-target still hard-discards."""
+    rule = {
+        "combine": "mean",
+        "keep_score": 0.6,
+        "borderline_score": 0.35,
+        "hard_discard": ["off_target"],
+    }
+    low_keep = {"final_score": 0.2, "verdict": "KEEP", "failure_category": "none", "rationale": "a"}
+    high_bl = {
+        "final_score": 0.9,
+        "verdict": "BORDERLINE",
+        "failure_category": "ambiguous",
+        "rationale": "b",
+    }
+    disc = {
+        "final_score": 0.9,
+        "verdict": "DISCARD",
+        "failure_category": "edit_partial",
+        "rationale": "c",
+    }
+    assert aggregate([low_keep], **rule)["verdict"] == "KEEP"
+    assert aggregate([low_keep], **rule, decide="score")["verdict"] == "DISCARD"
+    assert aggregate([high_bl], **rule)["verdict"] == "BORDERLINE"
+    assert aggregate([low_keep, low_keep, disc], **rule)["verdict"] == "KEEP"
+    v = aggregate([low_keep, disc], **rule)
+    assert v["verdict"] == "DISCARD" and v["failure_category"] == "edit_partial"
+    off = dict(low_keep, failure_category="off_target", verdict="KEEP")
+    assert aggregate([off], **rule)["verdict"] == "DISCARD"
 
 
 def test_statistics_queries_run_on_a_build(small_cfg):
@@ -124,5 +157,10 @@ def test_statistics_queries_run_on_a_build(small_cfg):
     assert all(1 <= r[0] <= 5 for r in out["salience_histogram"][1])
     outcomes = {r[0] for r in out["fidelity_by_verdict"][1]}
     assert "retained" in outcomes and "discarded" in outcomes
+    cols, pres = out["preservation_by_verdict"]
+    by = {(r[0], r[1]): dict(zip(cols, r, strict=True)) for r in pres}
+    assert ("ID", "retained") in by and ("ID", "discarded") in by
+    assert all(r["psnr_outside"] is not None and r["lpips"] is None for r in by.values())
+    assert "LPIPS: no model configured" in by[("ID", "retained")]["note"]
     ((extractor, records, rate, missed),) = out["hallucination_by_extractor"][1]
     assert extractor.startswith("offline/") and records > 0 and rate == 0.0

@@ -86,6 +86,10 @@ def test_report_sections_and_numbers(built, samples, tmp_path):
         "Gallery",
     ):
         assert h in heads
+    verdicts = [r for r in rows(store, "verdicts") if r["status"] == "ok"]
+    dropped = sum(not r["keep"] for r in verdicts)
+    assert f"Edit-Check discard rate: {dropped / len(verdicts):.1%}" in text
+    assert "XPlainVerse: 56.5%" in text
     fakes = sum(s["label"] == "fake" for s in samples)
     # 4 plots (+ F1 ID vs OOD when the evaluation ran), then real | fake (| perturbed) per
     # gallery sample

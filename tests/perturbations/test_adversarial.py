@@ -122,3 +122,62 @@ def test_foa_op_records_config_and_is_deterministic(small_img: np.ndarray) -> No
     b = op.apply(small_img, p, rng_for("fa"))
     assert np.array_equal(a, b)
     assert p.model_dump()["encoders"] == ENC and p.steps == 3
+
+
+def test_pgd_lowers_similarity_within_eps() -> None:
+    """The test split's PGD embedding attack: inside its L-inf ball, and further from the clean
+    embedding than uniform noise of the same radius."""
+    imgs = photos(64)[:2]
+    eps = 8 / 255
+    advs = [
+        A.pgd_attack(
+            im, ENC, eps=eps, step_size=2 / 255, steps=6, rng=rng_for("pgd", i), device="cpu"
+        )
+        for i, im in enumerate(imgs)
+    ]
+    for im, adv in zip(imgs, advs, strict=True):
+        assert np.abs(adv.astype(int) - im.astype(int)).max() <= 8 + 1
+    rng = rng_for("pgd-noise")
+    noisy = [
+        np.clip(im + rng.choice([-8, 8], size=im.shape), 0, 255).astype(np.uint8) for im in imgs
+    ]
+    assert _mean_cos(imgs, advs) < _mean_cos(imgs, noisy)
+    again = A.pgd_attack(
+        imgs[0], ENC, eps=eps, step_size=2 / 255, steps=6, rng=rng_for("pgd", 0), device="cpu"
+    )
+    assert np.array_equal(again, advs[0])
+
+
+@pytest.fixture(scope="module")
+def hf_encoder_dir(tmp_path_factory):
+    """A tiny random-init CLIP vision tower saved as a local transformers folder."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.CLIPVisionConfig(
+        image_size=32,
+        patch_size=8,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+    )
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("clipvision")
+    transformers.CLIPVisionModel(cfg).save_pretrained(path)
+    return path
+
+
+def test_hf_surrogate_from_a_local_folder(hf_encoder_dir, small_img: np.ndarray) -> None:
+    from forenset.perturbations import PerturbationConfig, perturb_image, surrogates
+
+    spec = f"hf:{hf_encoder_dir}"
+    enc = A.load_encoder(spec)
+    g, p = enc.encode(torch.rand(2, 3, 48, 48))
+    assert enc.input_size == 32 and g.shape == (2, 32) and p.shape[0] == 2 and p.ndim == 3
+    cfg = PerturbationConfig(include=["pgd"], adversarial={"pgd_encoders": [spec], "pgd_steps": 2})
+    out, rec = perturb_image(small_img, split="test", seed=5, config=cfg)
+    assert [o["name"] for o in rec["ops"]] == ["pgd"] and surrogates(rec) == [spec]
+    assert not np.array_equal(out, small_img)
+    with pytest.raises(ValueError, match="not a local folder"):
+        PerturbationConfig(adversarial={"encoders": ["hf:/no/such/folder"]})
+    with pytest.raises(ValueError, match="unknown encoder spec"):
+        PerturbationConfig(adversarial={"foa_encoders": ["clip-vit"]})

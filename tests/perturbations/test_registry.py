@@ -98,3 +98,20 @@ def test_every_op_is_documented() -> None:
 def test_doc_table_is_current() -> None:
     table = DOC.read_text(encoding="utf-8").split(BEGIN, 1)[1].split(END, 1)[0].strip()
     assert table == catalogue_markdown(), "run: python -m forenset.perturbations.docs_table"
+
+
+def test_placement_follows_step4_and_appendix12() -> None:
+    """XPlainVerse Step 4: train = the xTransfer-style attack + noise, blur, compression,
+    photometric; validation adds the FOA-style attack and further corruptions; test adds the
+    geometric and frequency-domain corruptions (affine, ringing/halo) and a further attack."""
+    first = {name: op.first_split for name, op in REGISTRY.items()}
+    train = {op.family for op in REGISTRY.values() if op.first_split == "train"}
+    assert train == {"adversarial", "noise", "blur", "compression", "photometric"}
+    assert [n for n, op in REGISTRY.items() if op.family == "adversarial"] == ["uap", "foa", "pgd"]
+    assert (first["uap"], first["foa"], first["pgd"]) == ("train", "validation", "test")
+    for op in REGISTRY.values():
+        if op.family in ("geometric", "frequency"):
+            assert op.first_split == "test", op.name
+    assert {first[n] for n in ("affine", "ringing_overshoot", "unsharp_halo")} == {"test"}
+    val_new = {op.family for op in REGISTRY.values() if op.first_split == "validation"}
+    assert {"adversarial", "weather", "propagation"} <= val_new

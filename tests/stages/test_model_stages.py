@@ -284,3 +284,23 @@ def test_recomputed_stage_is_answered_from_the_run_cache(tmp_path, server):
     assert [{k: v for k, v in r.items() if k not in strip} for r in again] == [
         {k: v for k, v in r.items() if k not in strip} for r in first
     ]
+
+
+def test_authenticity_explanations_take_their_own_pool(tmp_path, server):
+    """``explanations.authenticity_llm`` explains real photos; fakes keep ``llm`` (here unset:
+    explained offline from measurements)."""
+    backend, srv, _ = server
+    auth = llm(backend, srv)
+    auth["pool"][0]["model"] = f"{backend}-fake-auth"
+    cfg = tiny_build(
+        tmp_path,
+        sources={"samples": ["astronaut", "coffee"], "max_side": 64},
+        explanations={"authenticity_llm": auth},
+    )
+    store, stats, _ = run_local(cfg)
+    assert not any(st.failures for st in stats.values())
+    ex = [r for r in rows(store, "explanations") if r["status"] == "ok"]
+    reals = [r for r in ex if r["kind"] == "authenticity"]
+    fakes = [r for r in ex if r["kind"] != "authenticity"]
+    assert reals and all(r["model"] == f"{backend}-fake-auth" for r in reals)
+    assert fakes and all(r["backend"] == "offline" for r in fakes)
