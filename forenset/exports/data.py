@@ -53,8 +53,8 @@ jd AS (SELECT candidate_id, any_value(kind) AS kind, any_value(family) AS family
               any_value(psnr) AS psnr, any_value(ssim) AS ssim,
               any_value({score}) AS final_score, any_value(verdict) AS verdict
        FROM {verdicts} WHERE status = 'ok' GROUP BY candidate_id)
-SELECT s.sample_id, s.label, s.split, s.generator, s.generator_family, s.holdout, s.image_id,
-       s.candidate_id, s.blob, s.source_blob, s.caption, s.instruction, s.differences, s.entities,
+SELECT s.sample_id, s.label, s.split, s.generator, s.generator_family, s.generators,
+       s.holdout, s.image_id, s.candidate_id, s.blob, s.source_blob, s.caption, s.instruction, s.differences, s.entities,
        jd.kind, jd.family, jd.psnr, jd.ssim, jd.final_score, jd.verdict,
        src.license, src.width, src.height, src.source_name,
        ex.explanation_complex, ex.explanation_simple, ex.explanation_authenticity,

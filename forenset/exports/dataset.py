@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 from forenset.exports.settings import ExportSettings
 from forenset.store.run_store import RunStore
 
-EXPORT_VERSION = "1"
+EXPORT_VERSION = "2"  # 2: generators (every generator that made the same bytes)
 QUERY = """
-SELECT s.sample_id, s.label, s.split, s.generator, s.generator_family, s.holdout, s.image_id,
-       s.blob, s.caption,
+SELECT s.sample_id, s.label, s.split, s.generator, s.generator_family, s.generators,
+       s.holdout, s.image_id, s.blob, s.caption,
        max(CASE WHEN e.kind = 'complex' THEN e.text END) AS explanation_complex,
        max(CASE WHEN e.kind = 'simple' THEN e.text END) AS explanation_simple,
        max(CASE WHEN e.kind = 'authenticity' THEN e.text END) AS explanation_authenticity

@@ -64,6 +64,7 @@ def features_dict(include_perturbed: bool) -> dict[str, Any]:
     }
     for c in STRING_COLS:
         f[c] = _value("string")
+    f["generators"] = {"feature": _value("string"), "_type": "List"}
     f["holdout"] = _value("bool")
     f["psnr"] = _value("float64")
     f["ssim"] = _value("float64")
@@ -86,6 +87,7 @@ def arrow_schema(include_perturbed: bool) -> pa.Schema:
     fields = [pa.field("image", IMAGE_T), pa.field("label", pa.int64())]
     fields += [pa.field(c, pa.string()) for c in STRING_COLS]
     fields += [
+        pa.field("generators", pa.list_(pa.string())),
         pa.field("holdout", pa.bool_()),
         pa.field("psnr", pa.float64()),
         pa.field("ssim", pa.float64()),
@@ -107,6 +109,7 @@ def yaml_features(include_perturbed: bool) -> list[dict[str, Any]]:
     ]
     out += [{"name": c, "dtype": "string"} for c in STRING_COLS]
     out += [
+        {"name": "generators", "list": "string"},
         {"name": "holdout", "dtype": "bool"},
         {"name": "psnr", "dtype": "float64"},
         {"name": "ssim", "dtype": "float64"},
@@ -141,6 +144,7 @@ def _record(store: RunStore, s: dict[str, Any], include_perturbed: bool) -> dict
         **{c: s.get(c) for c in STRING_COLS},
         "edit_kind": s.get("kind"),
         "edit_family": s.get("family"),
+        "generators": list(s.get("generators") or []),
         "holdout": bool(s.get("holdout")),
         "psnr": s.get("psnr"),
         "ssim": s.get("ssim"),

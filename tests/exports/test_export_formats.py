@@ -61,6 +61,7 @@ for sp, ds in d.items():
         "image_type": type(f["image"]).__name__, "size": list(img.size),
         "labels": list(ds["label"]), "ids": list(ds["sample_id"]),
         "pert_image": type(pert[0]["image"]).__module__.split(".")[0] if pert else None,
+        "generators": dict(zip(ds["sample_id"], ds["generators"])),
     }
 print(json.dumps(res))
 """
@@ -94,6 +95,10 @@ def test_hf_export_loads_with_datasets(built, samples, tmp_path):
         assert {
             i: ["real", "fake"][lab] for i, lab in zip(g["ids"], g["labels"], strict=True)
         } == want
+        # every generator that made a sample's exact bytes, its own generator among them
+        gens = {s["sample_id"]: list(s["generators"]) for s in samples if s["split"] == split}
+        assert g["generators"] == gens
+        assert all(s["generator"] in gens[s["sample_id"]] for s in samples if s["split"] == split)
     assert any(g["pert_image"] == "PIL" for g in got.values())  # decoded images
 
     card = (out / "README.md").read_text()
