@@ -24,7 +24,7 @@ from pydantic import Field, field_validator, model_validator
 from forenset.backends.image.base import GenerateRequest
 from forenset.backends.image.generator import GeneratorConfig
 from forenset.backends.llm.types import LLMSettings
-from forenset.backends.reward.metrics import CHOICES, K_DEFAULT
+from forenset.backends.reward.metrics import K_DEFAULT
 from forenset.confbase import Strict, fingerprint_view
 from forenset.errors import ConfigurationError
 from forenset.images import decode_rgb, encode_png
@@ -96,7 +96,8 @@ class LabelsConfig(Strict):
 
     path: str | None = None
     min_lead_time_s: float = Field(15.0, ge=0)  # App. B: under fifteen seconds is dropped
-    resolutions: dict[str, Literal["First", "Second", "Tie", "BothBad"]] = {}  # manual, by id
+    # manual resolutions of tied triplets, by triplet id (the choices of metrics.CHOICES)
+    resolutions: dict[str, Literal["First", "Second", "Tie", "BothBad"]] = {}
     simulate: SimulateConfig = SimulateConfig()
 
 
@@ -135,9 +136,6 @@ class RewardConfig(Strict):
         if self.enabled and len(self.policies) < 2:
             raise ValueError("reward needs at least two policies to pair their responses")
         return self
-
-
-assert CHOICES == ("First", "Second", "Tie", "BothBad")  # LabelsConfig.resolutions' Literal
 
 
 def read_tagged(stage: Stage, shard: ShardSpec) -> pa.Table:

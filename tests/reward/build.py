@@ -8,6 +8,7 @@ simulated annotators. Tests that need another config copy the run directory firs
 
 from __future__ import annotations
 
+import atexit
 import functools
 import shutil
 import tempfile
@@ -41,7 +42,9 @@ def reward_config(run_dir: Path | str, **reward: Any) -> dict[str, Any]:
 @functools.cache
 def offline_build() -> tuple[Path, dict[str, Any]]:
     """(run dir, first build's stats) of the shared offline reward build."""
-    root = Path(tempfile.mkdtemp(prefix="forenset-reward-")) / "run"
+    tmp = tempfile.mkdtemp(prefix="forenset-reward-")
+    atexit.register(shutil.rmtree, tmp, True)
+    root = Path(tmp) / "run"
     _, stats, _ = run_local(validate_config(reward_config(root)))
     return root, stats
 

@@ -106,3 +106,24 @@ def test_templates_carry_the_papers_prompts():
         in flat
     )
     assert all(c in flat for c in ("First (", "Second (", "Tie (", "BothBad ("))
+
+
+def test_the_reward_example_is_the_demo_with_reward_on():
+    from pathlib import Path
+
+    import yaml
+
+    from forenset.config import load_config
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = load_config(str(root / "examples" / "reward.yaml"))
+    r = cfg.reward
+    assert r.enabled and r.swap and r.triplets_per_image == 3 and r.labels.path is None
+    assert all(g.tasks() == {"t2i"} and g.diffusers.tiny for g in r.generators)  # offline
+    assert {p.kind for p in r.policies} == {"detector", "constant"}
+    assert [j.kind for j in r.judges] == ["rules"]
+    demo = yaml.safe_load((root / "forenset" / "data" / "demo.yaml").read_text())
+    example = yaml.safe_load((root / "examples" / "reward.yaml").read_text())
+    assert {k: v for k, v in example.items() if k not in ("reward", "run_dir")} == {
+        k: v for k, v in demo.items() if k != "run_dir"
+    }
