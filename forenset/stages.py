@@ -39,6 +39,9 @@ BUILTIN: dict[str, str] = {
     "eval_sets": "forenset.tasks.eval_sets:EvalSets",
     "detections": "forenset.tasks.detections:Detections",
     "eval_scores": "forenset.tasks.eval_scores:EvalScores",
+    "fakebench_items": "forenset.tasks.fakebench_items:FakeBenchItems",
+    "fakebench_answers": "forenset.tasks.fakebench_answers:FakeBenchAnswers",
+    "fakebench_scores": "forenset.tasks.fakebench_scores:FakeBenchScores",
 }
 
 # Tables that no stage writes (``forenset import-annotations`` writes ``annotations``).

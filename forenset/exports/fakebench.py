@@ -7,7 +7,8 @@ QA (``qa.jsonl``) has two forms per image:
     polarity carries no information about the label.
   * ``choice``: "What is the authenticity of this image? real/fake" -> real | fake.
 Clues (``clues.jsonl``): each difference of a fake mapped onto the dimensions in
-``CHANGE_TYPE_DIMENSIONS`` / ``KIND_DIMENSIONS`` (documented in docs/exports.md).
+``CHANGE_TYPE_DIMENSIONS`` / ``KIND_DIMENSIONS`` of :mod:`forenset.text.fakebench` (both the
+offline differencer's and the VLM diff backend's change types map; docs/exports.md).
 """
 
 from __future__ import annotations
@@ -18,57 +19,16 @@ from typing import Any
 
 from forenset.exports.data import rank, write_images, write_jsonl
 from forenset.store.run_store import RunStore
-
-DIMENSIONS = (
-    "texture",
-    "edge",
-    "clarity",
-    "light & shadow",
-    "layout",
-    "symmetry",
-    "reflection",
-    "perspective",
-    "shape",
-    "theme",
-    "content deficiency",
-    "distortion",
-    "irreality",
-    "overall tone",
+from forenset.text.fakebench import (  # noqa: F401 - re-exported: the vocabulary lives there
+    CHANGE_TYPE_DIMENSIONS,
+    DIMENSIONS,
+    KIND_DIMENSIONS,
+    dimensions_for,
 )
-
-# What a pixel-level difference of this type looks like to a viewer.
-CHANGE_TYPE_DIMENSIONS: dict[str, tuple[str, ...]] = {
-    "colour change": ("overall tone", "irreality"),
-    "brightness change": ("light & shadow",),
-    "content change": ("content deficiency",),
-    "artifact": ("texture", "clarity"),
-}
-# Which cues an edit of this kind leaves (the manipulation, not the pixel statistics).
-KIND_DIMENSIONS: dict[str, tuple[str, ...]] = {
-    "copy_move": ("layout", "symmetry"),
-    "removal": ("content deficiency", "texture"),
-    "recolor": ("irreality", "edge"),
-    "local_warp": ("shape", "perspective"),
-    "liquify": ("distortion", "shape"),
-    "splice": ("edge", "light & shadow", "theme"),
-    "lighting": ("light & shadow", "reflection", "overall tone"),
-}
 
 Q_EDITED = "Is this image AI-edited?"
 Q_UNEDITED = "Is this image an unedited photograph?"
 Q_CHOICE = "What is the authenticity of this image? Answer real or fake."
-
-
-def dimensions_for(change_type: str | None, kind: str | None) -> list[str]:
-    """Kind cues first, then change-type cues, de-duplicated, in FakeBench's order of listing."""
-    found = list(KIND_DIMENSIONS.get(kind or "", ())) + list(
-        CHANGE_TYPE_DIMENSIONS.get(change_type or "", ())
-    )
-    seen: list[str] = []
-    for d in found:
-        if d not in seen:
-            seen.append(d)
-    return seen
 
 
 def clue_record(s: dict[str, Any], image: str) -> dict[str, Any]:

@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 DIMENSIONS: tuple[str, ...] = (
     "texture",
@@ -214,3 +216,19 @@ def read_clue_edits(text: str) -> dict[str, str]:
                 if edited:
                     out[str(sid)] = edited
     return out
+
+
+# -- the fault-finding author's reply (golden clues) ---------------------------------------------
+class FakeClue(BaseModel):
+    """One telltale clue of a fake image, in one of the 14 dimensions."""
+
+    model_config = ConfigDict(extra="ignore")
+    dimension: Literal[DIMENSIONS]  # type: ignore[valid-type]
+    clue: str = Field(min_length=1)
+
+
+class FakeClueSet(BaseModel):
+    """The fault-finding reply: the clues revealing that the image is fake (five in FakeBench)."""
+
+    model_config = ConfigDict(extra="ignore")
+    clues: list[FakeClue] = Field(min_length=1)
