@@ -194,3 +194,26 @@ def test_constant_reference_scores_exactly_the_share_of_its_belief(tmp_path):
         assert clue["completeness_reason"].startswith("no judge")
     answers = ok(store, "fakebench_answers")
     assert {(a["backend"], a["model"]) for a in answers} == {("offline", "constant-fake")}
+    # the same numbers in `forenset fakebench RUN_DIR` and in the HTML report
+    from typer.testing import CliRunner
+
+    from forenset.cli import app
+    from forenset.report.html import render_report
+
+    res = CliRunner().invoke(app, ["fakebench", str(store.root)])
+    assert res.exit_code == 0, res.output
+    assert "FakeClass" in res.output and "always-fake" in res.output
+    assert "100.00" in res.output and "50.00" in res.output  # fake subset, overall
+    assert "no judge model configured" in res.output  # the dash's reason
+    html = render_report(store, gallery=0)
+    assert "<h2>FakeBench</h2>" in html and "always-fake" in html
+
+
+def test_fakebench_command_without_scores_says_why(tmp_path):
+    from typer.testing import CliRunner
+
+    from forenset.cli import app
+
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(app, ["fakebench", str(tmp_path / "empty")])
+    assert res.exit_code == 1 and "no fakebench_scores" in res.output
