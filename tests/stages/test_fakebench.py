@@ -217,3 +217,13 @@ def test_fakebench_command_without_scores_says_why(tmp_path):
     (tmp_path / "empty").mkdir()
     res = CliRunner().invoke(app, ["fakebench", str(tmp_path / "empty")])
     assert res.exit_code == 1 and "no fakebench_scores" in res.output
+
+
+def test_the_fakebench_example_config_validates():
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = validate_config(yaml.safe_load((root / "examples" / "fakebench.yaml").read_text()))
+    assert cfg.fakebench.enabled and [m.kind for m in cfg.fakebench.models] == ["constant"] * 2
