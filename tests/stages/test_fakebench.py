@@ -14,6 +14,7 @@ from forenset.testing.fake_openai import FakeOpenAI, request_images, request_tex
 from forenset.text import fakebench as fb
 from tests.conftest import small_config_dict
 from tests.helpers import rows, run_local
+from tests.scorers.scorer_kit import save_encoder
 from tests.stages.scripted import llm
 
 STAGES = ("fakebench_items", "fakebench_answers", "fakebench_scores")
@@ -104,6 +105,7 @@ def test_author_answers_and_scores_against_the_fake_server(tmp_path):
             author=pool,
             models=[{"name": "vlm-a", "llm": pool}],
             judge=pool,
+            similarity_model=str(save_encoder(tmp_path / "encoder")),
         )
         store, stats, executed = run_local(cfg)
         texts = [request_text(b) for b in srv.requests]
@@ -146,14 +148,18 @@ def test_author_answers_and_scores_against_the_fake_server(tmp_path):
     assert clue_row["rouge_l"] == pytest.approx(14 / 19)
     assert clue_row["accuracy"] == 1.0
     assert clue_row["completeness"] == 2 and clue_row["preciseness"] == 1
-    assert clue_row["similarity"] is None and "similarity" in clue_row["similarity_reason"]
+    assert -1 <= clue_row["similarity"] <= 1 and clue_row["similarity_model"].endswith("encoder")
+    assert sc["vlm-a/fakeqa/dimension=edge"]["similarity"] == pytest.approx(1.0, abs=1e-5)
     qa_row = sc["vlm-a/fakeqa/all=all"]
     # per image: edge answered exactly (1), texture not at all (0) -> 0.5; then over images
     assert qa_row["bleu1"] == pytest.approx(0.5) and qa_row["rouge_l"] == pytest.approx(0.5)
     assert sc["vlm-a/fakeqa/dimension=edge"]["bleu2"] == pytest.approx(1.0)
-    # Aver.: bleu1, bleu2, rouge_l = .5, completeness 2/2, preciseness 1/2, relevance 2/2
-    assert qa_row["average"] == pytest.approx((0.5 * 3 + 1 + 0.5 + 1) / 6)
-    assert "similarity" not in qa_row["average_of"]
+    # Aver.: bleu1, bleu2, rouge_l = .5, similarity, completeness 2/2, preciseness 1/2,
+    # relevance 2/2
+    assert qa_row["average"] == pytest.approx((0.5 * 3 + qa_row["similarity"] + 1 + 0.5 + 1) / 7)
+    assert qa_row["average_of"].split(",") == [
+        "bleu1", "bleu2", "rouge_l", "similarity", "completeness", "preciseness", "relevance",
+    ]  # fmt: skip
 
 
 def test_human_edited_clues_replace_the_golden_clue(tmp_path):

@@ -84,6 +84,10 @@ def test_offline_clues_follow_salience_and_dimensions():
     got = fb.offline_clues(diffs, None, limit=3)
     assert [c["dimension"] for c in got] == ["overall tone", "irreality", "texture"]
     assert got[0]["clue"] == "The overall tone gives it away at the centre: a hue shift."
+    # a VLM diff record (its change-type vocabulary) gives clues too
+    vlm = [{"region": "the shop sign", "change_type": "text", "description": "garbled letters",
+            "salience": 3}]  # fmt: skip
+    assert [c["dimension"] for c in fb.offline_clues(vlm, None)] == ["irreality", "distortion"]
 
 
 def test_read_clue_edits_takes_the_last_non_cancelled_annotation():
