@@ -166,6 +166,25 @@ def by_dimension(clues: Sequence[dict[str, str]]) -> dict[str, str]:
     return {d: clue_text(cs) for d, cs in out.items()}
 
 
+# How a measured difference shows in each dimension (the lead of an offline clue).
+DIMENSION_CUES: dict[str, str] = {
+    "texture": "the texture is smeared or does not match its surroundings",
+    "edge": "the edges of the changed area do not follow the objects",
+    "clarity": "sharpness and noise differ from the rest of the image",
+    "light & shadow": "the brightness and shading do not match the scene's light",
+    "layout": "the arrangement of the content looks altered",
+    "symmetry": "content is repeated where a real scene would vary",
+    "reflection": "reflections and highlights do not agree with the light",
+    "perspective": "the geometry does not follow the scene's perspective",
+    "shape": "the shape of the content is deformed",
+    "theme": "the content does not fit the scene",
+    "content deficiency": "content is missing or filled in",
+    "distortion": "the content is warped",
+    "irreality": "colours or details look unnatural",
+    "overall tone": "the colour tone differs from the rest of the image",
+}
+
+
 def offline_clues(
     differences: Sequence[dict[str, Any]], kind: str | None, limit: int = 5
 ) -> list[dict[str, str]]:
@@ -177,6 +196,7 @@ def offline_clues(
     for d in ranked:
         where = d.get("region") or "image"
         what = " ".join(str(d.get("description") or d.get("change_type") or "a change").split())
+        what = what.rstrip(".")
         for dim in dimensions_for(d.get("change_type"), kind):
             if dim in seen:
                 continue
@@ -184,7 +204,7 @@ def offline_clues(
             out.append(
                 {
                     "dimension": dim,
-                    "clue": f"The {dim} gives it away at the {where}: {what}.".replace("..", "."),
+                    "clue": f"At the {where}, {DIMENSION_CUES[dim]} ({what}).",
                 }
             )
             if len(out) >= limit:

@@ -83,7 +83,10 @@ def test_offline_clues_follow_salience_and_dimensions():
     ]  # fmt: skip
     got = fb.offline_clues(diffs, None, limit=3)
     assert [c["dimension"] for c in got] == ["overall tone", "irreality", "texture"]
-    assert got[0]["clue"] == "The overall tone gives it away at the centre: a hue shift."
+    assert got[0]["clue"] == (
+        "At the centre, the colour tone differs from the rest of the image (a hue shift)."
+    )
+    assert set(fb.DIMENSION_CUES) == set(fb.DIMENSIONS)
     # a VLM diff record (its change-type vocabulary) gives clues too
     vlm = [{"region": "the shop sign", "change_type": "text", "description": "garbled letters",
             "salience": 3}]  # fmt: skip
