@@ -7,7 +7,8 @@ for people to verify and supplement the golden clues (the paper's humans-in-the-
 image as an ``Image``:
 
 * ``fakeclass``: image, question, answer (yes / no / real / fake), form, label;
-* ``fakeclue``: image, the inference-mode question, the golden clue C, its clues (JSON) and
+* ``fakeclue``: image, the question of its mode (``form``: inference or fault_finding), the
+  golden clue C, its clues (JSON) and
   dimensions, and where C came from (``golden_source``: model, offline-diff, human-edited);
 * ``fakeqa``: image, dimension, question, golden answer.
 
@@ -35,7 +36,7 @@ from forenset.text.fakebench import CLUE_FIELD, FAULT_FINDING_QUESTION
 TASKS = ("fakeclass", "fakeclue", "fakeqa")
 COLUMNS: dict[str, tuple[str, ...]] = {
     "fakeclass": ("item_id", "sample_id", "label", "generator", "form", "question", "answer"),
-    "fakeclue": ("item_id", "sample_id", "generator", "question", "answer", "clues",
+    "fakeclue": ("item_id", "sample_id", "generator", "form", "question", "answer", "clues",
                  "golden_source"),
     "fakeqa": ("item_id", "sample_id", "generator", "dimension", "question", "answer",
                "golden_source"),
@@ -130,7 +131,13 @@ def export_clue_task(
 ) -> dict[str, Any]:
     """Write the FakeClue editing task: ``fakeclue_tasks.json``, ``fakeclue_config.xml`` and
     the images. Each task carries the golden clue as a prediction to accept or edit."""
-    clues = [i for i in load_items(store) if i["task"] == "fakeclue"]
+    items = load_items(store)
+    done: set[str] = set()  # one task per fake: both FakeClue modes share the golden clue
+    clues = []
+    for i in items:
+        if i["task"] == "fakeclue" and i["sample_id"] not in done:
+            done.add(i["sample_id"])
+            clues.append(i)
     if not clues:
         raise ValueError("the run has no FakeClue items to edit")
     refs = write_images(store, [i["blob"] for i in clues], out)

@@ -25,7 +25,7 @@ TEXT_METRICS = (
     ("average", "Aver."),
 )
 TEXT_HEADERS = ("model", "n", *(h for _, h in TEXT_METRICS))
-CLUE_HEADERS = (*TEXT_HEADERS, "Acc (CoT verdict)")
+CLUE_HEADERS = ("model", "mode", *TEXT_HEADERS[1:], "Acc (CoT verdict)")
 
 
 @dataclass
@@ -68,16 +68,23 @@ def fakebench_tables(con: Any) -> FakeBenchTables | None:
                 [model, str(a["n"]), acc("all", "all"), acc("label", "real"), acc("label", "fake"),
                  acc("form", "yes_no"), acc("form", "what")]
             )  # fmt: skip
-        for task, target in (("fakeclue", out.fakeclue), ("fakeqa", out.fakeqa)):
-            r = by.get((model, task, "all", "all"))
+        for task, key, target in (
+            ("fakeclue", ("mode", "inference"), out.fakeclue),
+            ("fakeclue", ("mode", "fault_finding"), out.fakeclue),
+            ("fakeqa", ("all", "all"), out.fakeqa),
+        ):
+            r = by.get((model, task, *key))
             if r is None:
                 continue
             cells = [model, str(r["n"])]
+            if task == "fakeclue":
+                cells.insert(1, key[1].replace("_", "-"))
             for m, h in TEXT_METRICS:
                 cells.append(_num(r[m]))
                 why = r.get(f"{m}_reason")
                 if r[m] is None and why:
-                    out.reasons.setdefault((h, why), []).append(f"{model} {task}")
+                    where = f"{model} {task}" + (f" {key[1]}" if task == "fakeclue" else "")
+                    out.reasons.setdefault((h, why), []).append(where)
                 if r[m] is not None and r.get(f"{m}_model"):
                     out.models.append(f"{h}: {r[f'{m}_model']}")
             if task == "fakeclue":

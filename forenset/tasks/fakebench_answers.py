@@ -7,7 +7,8 @@ model reached through its ``llm:`` pool with the item's image attached:
 * FakeClue, inference mode (Fig. 4c): zero-shot chain of thought, then the verdict
   (template ``fakebench_inference``, ``<reasoning>…</reasoning><answer>real|fake</answer>``); the
   reasoning is the text scored against the golden clue, the verdict is kept (``verdict``; the
-  paper's Table 8 compares detection with and without explicit reasoning);
+  paper's Table 8 compares detection with and without explicit reasoning); in fault-finding
+  mode (``clue_modes``) the question "This is a fake image, explain why." alone, zero-shot;
 * FakeQA, free mode: each question in its own request, so answers cannot influence each other
   ("every question is tested in an individual <Image> <Question> context").
 
@@ -34,7 +35,7 @@ from forenset.tasks.fakebench_items import ANSWER_TEMPLATES, FakeBenchConfig, Fa
 from forenset.tasks.modelcall import call_validated, request, template_hashes
 from forenset.text import fakebench as fb
 
-TEMPLATE = {"fakeclass": "fakebench_question", "fakeqa": "fakebench_question"}
+TEMPLATE = {t: "fakebench_question" for t in ("fakeclass", "fakeclue", "fakeqa")}
 CLUE_TEMPLATE = "fakebench_inference"
 
 
@@ -45,6 +46,8 @@ def constant_reply(belief: str, task: str, form: str | None, question: str) -> s
             asks = "fake" if question == fb.Q_FAKE else "real"
             return "Yes." if asks == belief else "No."
         return f"The image is {belief}."
+    if task == "fakeclue" and form == "fault_finding":
+        return f"No clue was examined; the image was judged {belief}."
     if task == "fakeclue":
         return (
             f"<reasoning>No clue was examined; every image is judged {belief}.</reasoning>\n"
@@ -93,10 +96,15 @@ class FakeBenchAnswers(Stage):
             for m in self.fcfg.models
         ]  # fmt: skip
 
+    @staticmethod
+    def reasons(it: dict[str, Any]) -> bool:
+        """FakeClue in inference mode: chain of thought, then a verdict to parse."""
+        return it["task"] == "fakeclue" and it.get("form") != "fault_finding"
+
     def constant(self, m: FakeBenchModel, it: dict[str, Any]) -> dict[str, Any]:
         """The offline reference's row (``kind: constant``)."""
         reply = constant_reply(m.belief, it["task"], it.get("form"), it["question"])
-        p = parse_answer(reply) if it["task"] == "fakeclue" else None
+        p = parse_answer(reply) if self.reasons(it) else None
         return {
             "answer_id": f"{m.name}/{it['item_id']}",
             "answerer": m.name,
@@ -137,7 +145,7 @@ class FakeBenchAnswers(Stage):
                 out.append({**base, "status": "error", "error": writable(describe(e)),
                             "retryable": True})  # fmt: skip
                 continue
-            tpl = CLUE_TEMPLATE if it["task"] == "fakeclue" else TEMPLATE[it["task"]]
+            tpl = CLUE_TEMPLATE if self.reasons(it) else TEMPLATE[it["task"]]
             req = request(
                 self.name,
                 base["answer_id"],
@@ -147,16 +155,17 @@ class FakeBenchAnswers(Stage):
                 response_model=None,  # type: ignore[arg-type] - free text
                 question=it["question"],
             )
-            reqs.append((base, req))
+            reqs.append(({**base, "reasons": self.reasons(it)}, req))
         assert m.llm is not None  # kind llm (validated)
         chats = [(r, _no_check) for _, r in reqs]
         got = call_validated(self.ctx, self.name, m.llm, chats, 1) if chats else {}
         for base, req in reqs:
             o = got[req.item_id]
+            reasons = base.pop("reasons")
             row = {**base, **o.trace(), "reply": o.result.text or None}
             if o.result.ok:
                 text = o.result.text
-                if base["task"] == "fakeclue":
+                if reasons:
                     p = parse_answer(text)
                     row.update(response=p.reasoning or text, verdict=p.answer,
                                parse_error=p.reason)  # fmt: skip

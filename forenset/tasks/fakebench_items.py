@@ -20,7 +20,10 @@ the smaller one) and writes three kinds of items:
   them (the paper's humans-in-the-loop): ``forenset fakebench-export --labelstudio`` writes a task
   per fake with the clue to edit, and ``fakebench.clue_edits`` names the Label Studio JSON export;
   an edited clue replaces C (``golden_source = human-edited``). The evaluated models answer in
-  *inference mode* (``fakebench_answers``).
+  *inference mode* (item ``fakeclue/<sid>``, form ``inference``: reasoning, then the verdict)
+  and, with ``clue_modes`` listing ``fault_finding``, in *fault-finding mode* too (item
+  ``fakeclue/<sid>/fault_finding``: told the image is fake, zero-shot; the paper's
+  interpretation ability), both scored against the same C.
 * **FakeQA** (§3.5, free mode): per fake and per dimension its clues cover, the open question
   "How is the <dimension> regarding the authenticity of this image?" with the clues of that
   dimension as the golden answer. Human edits of C are free text and do not split into
@@ -46,7 +49,7 @@ from forenset.schemas.fakebench_items import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage, describe, writable
-from forenset.tasks.modelcall import call_validated, request, template_hashes
+from forenset.tasks.modelcall import USAGE, call_validated, request, template_hashes
 from forenset.text import fakebench as fb
 
 AUTHOR_TEMPLATE = "fakebench_fault_finding"
@@ -81,6 +84,9 @@ class FakeBenchConfig(Strict):
     fakes: int = Field(3000, ge=1)  # FakeBench: 3,000 fake and 3,000 real images
     reals: int = Field(3000, ge=0)
     clues_per_image: int = Field(5, ge=1, le=14)  # "each fake image is assigned five clues"
+    # FakeClue's evaluation modes: inference (reasoning: CoT, then the verdict) and
+    # fault_finding (interpretation: "This is a fake image, explain why.", zero-shot)
+    clue_modes: list[Literal["inference", "fault_finding"]] = ["inference"]
     author: LLMSettings | None = None  # fault-finding golden-clue writer; None: offline clues
     max_attempts: int = Field(3, ge=1, le=10)
     clue_edits: str | None = None  # Label Studio JSON export of the FakeClue editing task
@@ -89,6 +95,13 @@ class FakeBenchConfig(Strict):
     judge_rounds: int = Field(5, ge=1, le=20)
     similarity_model: str | None = None  # local sentence encoder folder; None: null
     prompts_dir: str | None = operational(None)
+
+    @field_validator("clue_modes")
+    @classmethod
+    def _modes(cls, v: list[str]) -> list[str]:
+        if not v or len(set(v)) != len(v):
+            raise ValueError("clue_modes needs inference and/or fault_finding, each once")
+        return v
 
     @field_validator("models")
     @classmethod
@@ -134,6 +147,7 @@ class FakeBenchItems(Stage):
 
     ITEM_FIELDS = (
         "enabled", "split", "fakes", "reals", "clues_per_image", "author", "max_attempts",
+        "clue_modes",
     )  # fmt: skip
 
     @property
@@ -325,6 +339,18 @@ class FakeBenchItems(Stage):
             golden_source="human-edited" if edited else source,
         )
         out = [clue]
+        if "fault_finding" in self.fcfg.clue_modes:  # interpretation: authenticity told
+            out.append(
+                {
+                    **clue,
+                    "item_id": f"fakeclue/{s['sample_id']}/fault_finding",
+                    "form": "fault_finding",
+                    "question": fb.FAULT_FINDING_QUESTION,
+                    **{k: None for k in USAGE},  # the author's usage is on the first row
+                }
+            )
+        if "inference" not in self.fcfg.clue_modes:
+            out.pop(0)
         for dim, text in fb.by_dimension(clues).items():
             out.append(
                 {

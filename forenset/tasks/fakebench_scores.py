@@ -14,6 +14,8 @@ the answers of one (model, task, group):
   and judged Completeness / Preciseness / Relevance in {0, 1, 2}, each the mean of
   ``judge_rounds`` rounds (five in the paper; :mod:`~forenset.backends.scorers.judged`,
   ``fakebench.judge``). ``accuracy`` here is the verdict given after the reasoning (Table 8).
+  Groups: ``mode`` = ``inference`` (reasoning) and ``fault_finding`` (interpretation, when
+  ``clue_modes`` asks for it), scored apart, never pooled.
 * **FakeQA** (``fakeqa``): the same measures per question; as §3.5 says, the questions of one
   image are averaged first, then the images. Groups: ``all`` and ``dimension`` (the questions
   of one dimension, averaged directly).
@@ -173,6 +175,9 @@ class FakeBenchScores(Stage):
         scores = self.item_scores(text_items) if text_items else {}
         groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
         for i in items:
+            if i["task"] == "fakeclue":  # the two modes are two evaluations, never pooled
+                groups[(i["task"], "mode", i["form"])].append(i)
+                continue
             groups[(i["task"], "all", "all")].append(i)
             if i["task"] == "fakeclass":
                 groups[(i["task"], "label", i["label"])].append(i)
@@ -214,7 +219,9 @@ class FakeBenchScores(Stage):
             return {**row, **blank}
         # FakeClue: the verdict after the reasoning; FakeQA has no verdict
         row["accuracy"] = (
-            fmean(m["verdict"] == m["label"] for m in members) if task == "fakeclue" else None
+            fmean(m["verdict"] == m["label"] for m in members)
+            if task == "fakeclue" and group == "inference"
+            else None
         )
         per_image = task == "fakeqa" and kind == "all"
 

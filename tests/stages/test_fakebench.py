@@ -77,7 +77,9 @@ def scripted(body):
         assert not request_images(body)
         return {"completeness": 2, "preciseness": 1, "relevance": 2}
     assert request_images(body), "every question and author request carries its image"
-    if fb.FAULT_FINDING_QUESTION in text:
+    if fb.FAULT_FINDING_QUESTION in text and "Example 1" not in text:
+        return GOLD_TEXTURE  # an evaluated model in fault-finding mode (zero-shot)
+    if fb.FAULT_FINDING_QUESTION in text:  # the golden-clue author (few-shot)
         return {
             "clues": [
                 {"dimension": "edge", "clue": GOLD_EDGE},
@@ -106,13 +108,15 @@ def test_author_answers_and_scores_against_the_fake_server(tmp_path):
             models=[{"name": "vlm-a", "llm": pool}],
             judge=pool,
             similarity_model=str(save_encoder(tmp_path / "encoder")),
+            clue_modes=["inference", "fault_finding"],
         )
         store, stats, executed = run_local(cfg)
         texts = [request_text(b) for b in srv.requests]
     assert not any(stats[s].failures for s in STAGES)
     items = ok(store, "fakebench_items")
     clue = [r for r in items if r["task"] == "fakeclue"]
-    assert len(clue) == 2 and all(r["golden_source"] == "model" for r in clue)
+    assert sorted(r["form"] for r in clue) == ["fault_finding"] * 2 + ["inference"] * 2
+    assert all(r["golden_source"] == "model" for r in clue)
     assert all(r["answer"] == f"{GOLD_EDGE} {GOLD_TEXTURE}" for r in clue)
     qa = [r for r in items if r["task"] == "fakeqa"]
     assert len(qa) == 4
@@ -121,14 +125,17 @@ def test_author_answers_and_scores_against_the_fake_server(tmp_path):
     assert sum("regarding the authenticity" in t for t in asked) == 4
     assert all(t.count("regarding the authenticity") <= 1 for t in asked)
     # the author was told the authenticity and given demonstrations
-    author = [t for t in texts if fb.FAULT_FINDING_QUESTION in t]
-    assert len(author) == 2 and all("Example 1" in t for t in author)
+    author = [t for t in texts if fb.FAULT_FINDING_QUESTION in t and "Example 1" in t]
+    assert len(author) == 2  # one fault-finding author call per fake, demonstrations included
     answers = ok(store, "fakebench_answers")
     assert len(answers) == len(items)
-    cl = [a for a in answers if a["task"] == "fakeclue"]
+    cl = [a for a in answers if a["task"] == "fakeclue" and "fault_finding" not in a["item_id"]]
+    assert len(cl) == 2
     assert all(a["verdict"] == "fake" and a["response"] == GOLD_EDGE for a in cl)
-    # judge: 5 rounds per FakeClue and FakeQA item
-    assert sum("Golden answer:" in t for t in texts) == 5 * (2 + 4)
+    ff = [a for a in answers if a["item_id"].endswith("/fault_finding")]
+    assert len(ff) == 2 and all(a["verdict"] is None and a["response"] == GOLD_TEXTURE for a in ff)
+    # judge: 5 rounds per FakeClue (two modes) and FakeQA item
+    assert sum("Golden answer:" in t for t in texts) == 5 * (2 * 2 + 4)
 
     sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
     fc = [r for r in items if r["task"] == "fakeclass"]
@@ -140,13 +147,17 @@ def test_author_answers_and_scores_against_the_fake_server(tmp_path):
     assert sc["vlm-a/fakeclass/all=all"]["accuracy"] == pytest.approx(want)
     assert sc["vlm-a/fakeclass/label=real"]["accuracy"] == 0.0
     assert sc["vlm-a/fakeclass/form=what"]["n"] == 2
-    clue_row = sc["vlm-a/fakeclue/all=all"]
+    clue_row = sc["vlm-a/fakeclue/mode=inference"]
     # 13a tokens: hypothesis 7 words + "." = 8, reference 14; every hypothesis token matches,
     # so BLEU-1 = BP = exp(1 - 14/8)
     assert clue_row["bleu1"] == pytest.approx(math.exp(1 - 14 / 8))
     # ROUGE-L: LCS 7 of 7 and 12 tokens -> F = 2 * 1 * 7/12 / (1 + 7/12) = 14/19
     assert clue_row["rouge_l"] == pytest.approx(14 / 19)
     assert clue_row["accuracy"] == 1.0
+    ff_row = sc["vlm-a/fakeclue/mode=fault_finding"]
+    # "The wall is too smooth ." (6 tokens, all in the 14-token golden clue): BLEU-1 = BP
+    assert ff_row["bleu1"] == pytest.approx(math.exp(1 - 14 / 6))
+    assert ff_row["accuracy"] is None and ff_row["n"] == 2
     assert clue_row["completeness"] == 2 and clue_row["preciseness"] == 1
     assert -1 <= clue_row["similarity"] <= 1 and clue_row["similarity_model"].endswith("encoder")
     assert sc["vlm-a/fakeqa/dimension=edge"]["similarity"] == pytest.approx(1.0, abs=1e-5)
@@ -194,7 +205,7 @@ def test_constant_reference_scores_exactly_the_share_of_its_belief(tmp_path):
     assert sc["always-fake/fakeclass/label=fake"]["accuracy"] == 1.0
     assert sc["always-fake/fakeclass/label=real"]["accuracy"] == 0.0
     assert sc["always-fake/fakeclass/all=all"]["accuracy"] == 0.5
-    clue = sc.get("always-fake/fakeclue/all=all")
+    clue = sc.get("always-fake/fakeclue/mode=inference")
     if clue is not None:  # the verdict after its (empty) reasoning is always fake
         assert clue["accuracy"] == 1.0 and clue["completeness"] is None
         assert clue["completeness_reason"].startswith("no judge")
