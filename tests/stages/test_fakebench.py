@@ -244,3 +244,20 @@ def test_the_fakebench_example_config_validates():
     root = Path(__file__).resolve().parents[2]
     cfg = validate_config(yaml.safe_load((root / "examples" / "fakebench.yaml").read_text()))
     assert cfg.fakebench.enabled and [m.kind for m in cfg.fakebench.models] == ["constant"] * 2
+
+
+def test_changing_one_part_recomputes_only_what_depends_on_it(tmp_path):
+    fake = {"name": "always-fake", "kind": "constant", "belief": "fake"}
+    real = {"name": "always-real", "kind": "constant", "belief": "real"}
+    run_local(config(tmp_path, models=[fake]))
+    _, _, again = run_local(config(tmp_path, models=[fake]))
+    assert not any(again[s] for s in STAGES)
+    _, _, judge = run_local(config(tmp_path, models=[fake], judge_rounds=3))
+    assert (judge["fakebench_items"], judge["fakebench_answers"], judge["fakebench_scores"]) == (
+        0, 0, 1,
+    )  # fmt: skip
+    store, _, more = run_local(config(tmp_path, models=[fake, real], judge_rounds=3))
+    assert (more["fakebench_items"], more["fakebench_answers"], more["fakebench_scores"]) == (
+        0, 1, 1,
+    )  # fmt: skip
+    assert {r["answerer"] for r in ok(store, "fakebench_scores")} == {"always-fake", "always-real"}
