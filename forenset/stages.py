@@ -39,13 +39,20 @@ BUILTIN: dict[str, str] = {
     "eval_sets": "forenset.tasks.eval_sets:EvalSets",
     "detections": "forenset.tasks.detections:Detections",
     "eval_scores": "forenset.tasks.eval_scores:EvalScores",
+    "reward_images": "forenset.tasks.reward_images:RewardImages",
+    "reward_responses": "forenset.tasks.reward_responses:RewardResponses",
+    "reward_triplets": "forenset.tasks.reward_triplets:RewardTriplets",
+    "reward_judgments": "forenset.tasks.reward_judgments:RewardJudgments",
+    "reward_labels": "forenset.tasks.reward_labels:RewardLabels",
+    "reward_scores": "forenset.tasks.reward_scores:RewardScores",
     "fakebench_items": "forenset.tasks.fakebench_items:FakeBenchItems",
     "fakebench_answers": "forenset.tasks.fakebench_answers:FakeBenchAnswers",
     "fakebench_scores": "forenset.tasks.fakebench_scores:FakeBenchScores",
 }
 
-# Tables that no stage writes (``forenset import-annotations`` writes ``annotations``).
-NON_STAGE_TABLES: tuple[str, ...] = ("annotations",)
+# Tables that no stage writes (``forenset import-annotations`` writes ``annotations``,
+# ``forenset import-gold`` writes ``gold_references``).
+NON_STAGE_TABLES: tuple[str, ...] = ("annotations", "gold_references")
 
 
 class RegistryError(RuntimeError):

@@ -74,6 +74,10 @@ def import_annotations_cmd(
     append: Annotated[
         bool, typer.Option("--append", help="Keep earlier imports in the annotations table.")
     ] = False,
+    tasks: Annotated[
+        Path | None,
+        typer.Option("--tasks", help="The exported task file: its tasks absent here are errors."),
+    ] = None,
 ) -> None:
     """Store a completed Label Studio export as the `annotations` table of RUN_DIR."""
     from forenset.exports.labelstudio import AnnotationImportError, import_annotations
@@ -82,10 +86,114 @@ def import_annotations_cmd(
         _fail(f"{export_json} does not exist")
     store = _store(run_dir)
     try:
-        info = import_annotations(store, export_json, append=append)
+        info = import_annotations(store, export_json, append=append, tasks_file=tasks)
     except AnnotationImportError as e:
         _fail(str(e))
     typer.echo(json.dumps({"path": info.path, "rows": info.rows, "counts": info.counts}))
+
+
+def _ls_token(env: str) -> str:
+    import os
+
+    token = os.environ.get(env)
+    if not token:
+        _fail(f"set {env} to a Label Studio API token (Account & Settings > Access Token)")
+    return str(token)
+
+
+def _ls_dir(store, out: Path | None) -> Path:
+    from forenset.exports.data import default_out
+
+    return Path(out) if out else Path(default_out(store, "labelstudio"))
+
+
+@app.command("labelstudio-setup")
+def labelstudio_setup_cmd(
+    run_dir: Annotated[str, typer.Argument(help="Run directory (local).")],
+    url: Annotated[str, typer.Option(help="Label Studio URL.")] = "http://localhost:8080",
+    export_dir: Annotated[
+        Path | None, typer.Option("--export-dir", help="The labelstudio export folder.")
+    ] = None,
+    token_env: Annotated[str, typer.Option(help="Variable holding the API token.")] = (
+        "LABEL_STUDIO_API_KEY"
+    ),
+) -> None:
+    """Create the triage and region projects, each with a Local Files storage, and push tasks."""
+    from forenset.exports.labelstudio_api import LabelStudioError, setup_projects
+
+    store = _store(run_dir)
+    try:
+        state = setup_projects(store, _ls_dir(store, export_dir), url, _ls_token(token_env))
+    except (LabelStudioError, OSError) as e:
+        _fail(str(e))
+    typer.echo(json.dumps(state))
+
+
+@app.command("labelstudio-pull")
+def labelstudio_pull_cmd(
+    run_dir: Annotated[str, typer.Argument(help="Run directory (local).")],
+    export_dir: Annotated[
+        Path | None, typer.Option("--export-dir", help="The labelstudio export folder.")
+    ] = None,
+    token_env: Annotated[str, typer.Option(help="Variable holding the API token.")] = (
+        "LABEL_STUDIO_API_KEY"
+    ),
+) -> None:
+    """Import both projects' annotations into RUN_DIR; push region tasks of new `ann` samples."""
+    from forenset.exports.labelstudio import AnnotationImportError
+    from forenset.exports.labelstudio_api import LabelStudioError, pull_annotations
+
+    store = _store(run_dir)
+    try:
+        res = pull_annotations(store, _ls_dir(store, export_dir), _ls_token(token_env))
+    except (LabelStudioError, AnnotationImportError, OSError) as e:
+        _fail(str(e))
+    typer.echo(json.dumps(res))
+
+
+@app.command("safeimg")
+def safeimg_cmd(
+    run_dir: Annotated[str, typer.Argument(help="Run directory (local).")],
+    simulate: Annotated[
+        bool,
+        typer.Option("--simulate", help="Demo only: add simulated annotations (labelled so)."),
+    ] = False,
+    per_category: Annotated[int, typer.Option(help="D_real images per category.")] = 50,
+    real_categories: Annotated[
+        Path | None, typer.Option(help="CSV image_id,category for the real images.")
+    ] = None,
+    judge: Annotated[
+        Path | None,
+        typer.Option(help="YAML of an llm: pool (LLMSettings) for the alignment judge."),
+    ] = None,
+) -> None:
+    """SafeIMG: build D_ann / D_hard / excluded / D_real and print Tables 2-3 from detections."""
+    import yaml
+
+    from forenset.exports.api import build_seed
+    from forenset.exports.safeimg import format_tables, run_safeimg, simulate_annotations
+
+    store = _store(run_dir)
+    seed = build_seed(store)
+    j = None
+    if judge is not None:
+        from forenset.backends.llm.cache import ResponseCache
+        from forenset.backends.llm.types import LLMSettings
+        from forenset.backends.scorers.safeimg import ModelAlignmentJudge
+
+        settings = LLMSettings.model_validate(yaml.safe_load(judge.read_text()))
+        j = ModelAlignmentJudge(
+            settings, build_seed=seed, cache=ResponseCache(store.fs, store.root)
+        )
+    if simulate:
+        typer.echo(f"simulated triage: {json.dumps(simulate_annotations(store, seed))}")
+    res = run_safeimg(
+        store, per_category=per_category, seed=seed, real_categories=real_categories, judge=j
+    )
+    if not res["counts"]["D_SafeIMG"] and not res["excluded_reasons"]:
+        _fail("the run has no text-to-image candidates (add a t2i generator)", code=1)
+    typer.echo(format_tables(res))
+    typer.echo(f"tables and scores.json: {res['path']}")
 
 
 @app.command("report")

@@ -18,30 +18,40 @@ import pyarrow as pa
 
 from forenset.exports.data import write_atomic, write_images
 from forenset.store.run_store import RunStore, ShardInfo
+from forenset.text.taxonomy import load_taxonomy
 
 TRIAGE_CHOICES = ("ann", "hard", "invalid")
 ANOMALY_LABELS = ("commonsense", "physics", "text", "faces", "hands", "lighting", "other")
 MODEL_VERSION = "forenset-diffs"
 
+# SafeIMG §2.5: stage 1 triage of every generated sample (reals are not triaged), stage 2 the
+# region task, shown only once the sample is triaged ``ann``: per anomaly a box, one of the 7
+# labels and a short text explanation (a per-region TextArea, same region id as its box).
 TRIAGE_XML = """<View>
-  <Header value="Triage: can this sample be annotated?"/>
+  <Header value="Stage 1 - triage this generated image"/>
   <Image name="image" value="$image" zoom="true"/>
-  <Text name="explanation" value="$explanation"/>
+  <Text name="category" value="$category"/>
+  <Text name="intended" value="$intended"/>
   <Choices name="triage" toName="image" choice="single" required="true" showInLine="true">
-    <Choice value="ann" hint="clear enough to annotate"/>
-    <Choice value="hard" hint="subtle: needs an expert"/>
-    <Choice value="invalid" hint="broken, wrong label or no visible edit"/>
+    <Choice value="ann" hint="at least one identifiable anomaly: annotate it"/>
+    <Choice value="hard" hint="visually convincing: no defensible anomaly or suspicious region"/>
+    <Choice value="invalid" hint="off-category, principal subject missing, placeholder text or severe generation failure"/>
   </Choices>
 </View>
 """
 
 BBOX_XML = """<View>
-  <Header value="Draw a box around each anomaly and pick its kind"/>
+  <Header value="Stage 2 (images triaged ann) - box each anomaly, pick its label, say why"/>
   <Text name="explanation" value="$explanation"/>
   <RectangleLabels name="anomaly" toName="image">
 {labels}
   </RectangleLabels>
   <Image name="image" value="$image" zoom="true"/>
+  <View visibleWhen="region-selected">
+    <Header value="Why is the selected region abnormal? (one short sentence)"/>
+    <TextArea name="why" toName="image" perRegion="true" editable="true" maxSubmissions="1"
+              required="true" rows="2" placeholder="what is wrong, and which expectation it violates"/>
+  </View>
 </View>
 """.format(labels="\n".join(f'    <Label value="{x}"/>' for x in ANOMALY_LABELS))
 
@@ -81,9 +91,15 @@ def _data(s: dict[str, Any], url: str) -> dict[str, Any]:
     expl = (
         s.get("explanation_complex") if s["label"] == "fake" else s.get("explanation_authenticity")
     )
+    inst = s.get("instruction_obj") or {}
+    cat = inst.get("category") if "scenario_id" in inst else None  # text-to-image provenance
+    names = {c.id: c.name for c in load_taxonomy()}
     return {
         "image": url,
         "sample_id": s["sample_id"],
+        # what the image was meant to show: triage `invalid` means it deviates from this
+        "category": f"{cat} {names.get(cat, '')}".strip() if cat else "",
+        "intended": (s.get("caption") or "") if cat else inst.get("text", ""),
         "label": s["label"],
         "split": s["split"],
         "generator": s["generator"],
@@ -141,14 +157,15 @@ def export_labelstudio(
     image_url_prefix: str = "/data/local-files/?d=",
 ) -> dict[str, Any]:
     """Write triage + bbox task files and their labeling configs; returns counts."""
-    refs = write_images(store, [s["blob"] for s in samples], out)
+    refs = write_images(store, [s["blob"] for s in samples if s["label"] == "fake"], out)
     triage, bbox = [], []
     for s in samples:
+        if s["label"] != "fake":  # §2.5: only generated samples are triaged and annotated
+            continue
         data = _data(s, image_url_prefix + refs[s["blob"]])
         triage.append({"data": data})
-        if s["label"] == "fake":
-            w, h = _size(store, s)
-            bbox.append({"data": data, "predictions": bbox_predictions(s, w, h)})
+        w, h = _size(store, s)
+        bbox.append({"data": data, "predictions": bbox_predictions(s, w, h)})
     write_atomic(out / "triage_tasks.json", json.dumps(triage, indent=1, ensure_ascii=False))
     write_atomic(out / "bbox_tasks.json", json.dumps(bbox, indent=1, ensure_ascii=False))
     write_atomic(out / "triage_config.xml", TRIAGE_XML)
@@ -178,19 +195,26 @@ ANNOTATIONS_SCHEMA = pa.schema(
         pa.field("y", pa.float64()),
         pa.field("w", pa.float64()),
         pa.field("h", pa.float64()),
+        pa.field("rotation", pa.float64()),  # degrees, about the box's top-left corner (LS)
+        pa.field("region_id", pa.string()),  # LS result id; forenset's "<sample>-<diff id>"
+        pa.field("difference_id", pa.string()),  # the diff a kept pre-annotation came from
+        pa.field("origin", pa.string()),  # prediction | prediction-changed | drawn
+        pa.field("region_text", pa.string()),  # the per-region "why" explanation
         pa.field("was_cancelled", pa.bool_()),
         pa.field("created_at", pa.string()),
         pa.field("lead_time", pa.float64()),
+        pa.field("simulated", pa.bool_()),  # rows written by a simulated annotator
         pa.field("source_file_hash", pa.string()),
         pa.field("status", pa.string(), nullable=False),
         pa.field("error", pa.string()),
     ]
 )
-_TASK_BY_CONTROL = {"triage": "triage", "anomaly": "bbox"}
+_TASK_BY_CONTROL = {"triage": "triage", "anomaly": "bbox", "why": "bbox"}
+_ORIGINS = {"prediction": "prediction", "prediction-changed": "prediction-changed"}
 
 
 class AnnotationImportError(ValueError):
-    """The file is not a Label Studio JSON export; the message says why in one sentence."""
+    """The file is not a usable Label Studio JSON export; the message says why in one sentence."""
 
 
 def _int(v: Any) -> int | None:
@@ -206,24 +230,60 @@ def _annotator(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-def annotation_rows(doc: Any, file_hash: str) -> list[dict[str, Any]]:
-    """One row per result item (a choice or a box) of each annotation; bad items become error rows."""
+def _check_shape(doc: Any) -> list[Any]:
+    """The task list, or one sentence on why this is not a Label Studio JSON export."""
     if isinstance(doc, dict) and isinstance(doc.get("tasks"), list):
         doc = doc["tasks"]
     if not isinstance(doc, list):
         raise AnnotationImportError(
             "expected a Label Studio JSON export (a list of tasks with 'annotations')"
         )
+    if not doc:
+        raise AnnotationImportError(
+            "the export holds no tasks; nothing was imported and earlier annotations are kept"
+        )
+    tasks = [t for t in doc if isinstance(t, dict)]
+    if tasks and not any("annotations" in t or "data" in t for t in tasks):
+        raise AnnotationImportError(
+            "this looks like a JSON_MIN or CSV-style export (tasks without 'data' and "
+            "'annotations'); export the project as JSON instead - nothing was imported"
+        )
+    return doc
+
+
+def annotation_rows(
+    doc: Any,
+    file_hash: str,
+    *,
+    known: set[str] | None = None,
+    expected: set[str] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per choice / region of each annotation; a region's box and its per-region text
+    are one row (joined by the region id). Bad items become error rows: malformed results,
+    choices or labels outside the labeling config, ``sample_id``s missing or not in ``known``
+    (the run's generated samples), and ``expected`` sample ids whose task is absent."""
+    tasks = _check_shape(doc)
     rows: list[dict[str, Any]] = []
-    for ti, task in enumerate(doc):
+    seen: set[str] = set()
+    for ti, task in enumerate(tasks):
         if not isinstance(task, dict):
             rows.append(_error_row(f"t{ti}", None, None, f"task {ti} is not an object", file_hash))
             continue
         tid = _int(task.get("id"))
         sample = (task.get("data") or {}).get("sample_id")
+        tkey = str(tid) if tid is not None else f"t{ti}"
+        if not sample:
+            rows.append(_error_row(tkey, tid, None, "task has no data.sample_id", file_hash))
+            continue
+        sample = str(sample)
+        seen.add(sample)
+        if known is not None and sample not in known:
+            msg = f"sample_id {sample!r} is not a generated sample of this run"
+            rows.append(_error_row(tkey, tid, sample, msg, file_hash))
+            continue
         for ai, ann in enumerate(task.get("annotations") or []):
             aid = _int(ann.get("id")) if isinstance(ann, dict) else None
-            key = f"{tid if tid is not None else 't' + str(ti)}-{aid if aid is not None else ai}"
+            key = f"{tkey}-{aid if aid is not None else ai}"
             if not isinstance(ann, dict):
                 rows.append(_error_row(key, tid, sample, "annotation is not an object", file_hash))
                 continue
@@ -237,6 +297,7 @@ def annotation_rows(doc: Any, file_hash: str) -> list[dict[str, Any]]:
                 "lead_time": float(ann["lead_time"])
                 if isinstance(ann.get("lead_time"), int | float)
                 else None,
+                "simulated": bool(ann.get("simulated", False)),
                 "source_file_hash": file_hash,
             }
             results = ann.get("result") or []
@@ -244,8 +305,18 @@ def annotation_rows(doc: Any, file_hash: str) -> list[dict[str, Any]]:
                 rows.append(
                     {**common, "annotation_row_id": f"{key}-empty", "task": None, "status": "ok"}
                 )
-            for ri, res in enumerate(results):
-                rows.append(_result_row(res, f"{key}-{ri}", common))
+            rows.extend(_result_rows(results, key, common))
+    for sample in sorted((expected or set()) - seen):
+        rows.append(
+            _error_row(
+                f"missing-{sample}",
+                None,
+                sample,
+                "exported task missing from this Label Studio export (deleted in Label Studio, "
+                "or the export left out unannotated tasks: `forenset labelstudio-pull` keeps them)",
+                file_hash,
+            )
+        )
     return rows
 
 
@@ -260,6 +331,40 @@ def _error_row(key: str, tid: int | None, sample: Any, msg: str, fh: str) -> dic
     }
 
 
+def _result_rows(results: list[Any], key: str, common: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of one annotation: per-region texts are merged into their region's box row."""
+    rows: list[dict[str, Any]] = []
+    by_region: dict[str, dict[str, Any]] = {}
+    texts: list[tuple[str, str, str]] = []  # (row key, region id, text)
+    for ri, res in enumerate(results):
+        rk = f"{key}-{ri}"
+        if isinstance(res, dict) and res.get("type") == "textarea" and res.get("id"):
+            v = res.get("value") if isinstance(res.get("value"), dict) else {}
+            texts.append((rk, str(res["id"]), " ".join(str(t) for t in v.get("text") or [])))
+            continue
+        row = _result_row(res, rk, common)
+        rows.append(row)
+        if row.get("region_id") and row.get("task") == "bbox":
+            by_region[row["region_id"]] = row
+    for rk, rid, text in texts:
+        if rid in by_region:
+            by_region[rid]["region_text"] = text
+        else:
+            rows.append(
+                {
+                    **common,
+                    "annotation_row_id": rk,
+                    "task": "bbox",
+                    "region_id": rid,
+                    "result_type": "textarea",
+                    "region_text": text,
+                    "status": "error",
+                    "error": "region text without a box of the same region id",
+                }
+            )
+    return rows
+
+
 def _result_row(res: Any, key: str, common: dict[str, Any]) -> dict[str, Any]:
     row = {**common, "annotation_row_id": key, "status": "ok"}
     if not isinstance(res, dict) or not isinstance(res.get("value"), dict):
@@ -269,48 +374,119 @@ def _result_row(res: Any, key: str, common: dict[str, Any]) -> dict[str, Any]:
     row["task"] = _TASK_BY_CONTROL.get(str(res.get("from_name")), "other")
     if "choices" in v:
         row["choice"] = ",".join(str(c) for c in v["choices"])
+        bad = [c for c in v["choices"] if row["task"] == "triage" and c not in TRIAGE_CHOICES]
+        if bad:
+            return {
+                **row,
+                "status": "error",
+                "error": f"triage choice {bad[0]!r} is not in the config",
+            }
     if "rectanglelabels" in v or res.get("type") in ("rectanglelabels", "rectangle"):
+        labels = [str(c) for c in v.get("rectanglelabels") or []]
+        rid = str(res["id"]) if res.get("id") is not None else None
+        sample = str(common.get("sample_id") or "")
+        row.update(
+            rect_label=",".join(labels),
+            region_id=rid,
+            origin=_ORIGINS.get(str(res.get("origin")), "drawn"),
+            difference_id=rid[len(sample) + 1 :]
+            if rid and sample and rid.startswith(sample + "-")
+            else None,
+        )
         try:
-            row["rect_label"] = ",".join(str(c) for c in v.get("rectanglelabels") or [])
             row.update(
                 x=float(v["x"]) / 100,
                 y=float(v["y"]) / 100,
                 w=float(v["width"]) / 100,
                 h=float(v["height"]) / 100,
+                rotation=float(v.get("rotation") or 0.0),
             )
         except (KeyError, TypeError, ValueError) as e:
             return {**row, "status": "error", "error": f"rectangle without a valid {e} field"}
+        bad = [c for c in labels if c not in ANOMALY_LABELS]
+        if bad:
+            return {
+                **row,
+                "status": "error",
+                "error": f"anomaly label {bad[0]!r} is not in the config",
+            }
+        if len(labels) != 1:
+            return {**row, "status": "error", "error": "a region needs exactly one anomaly label"}
     return row
 
 
-def import_annotations(store: RunStore, path: Path, *, append: bool = False) -> ShardInfo:
+def run_samples(store: RunStore) -> set[str] | None:
+    """Generated (fake) sample ids of the run, or None when the run has no splits to check."""
+    from forenset.store.views import connect
+
+    if not store.manifest("splits"):
+        return None
+    con = connect(store, ["splits"])
+    return {
+        r[0]
+        for r in con.execute(
+            "SELECT sample_id FROM splits WHERE status = 'ok' AND label = 'fake'"
+        ).fetchall()
+    }
+
+
+def exported_samples(tasks_file: Path | None) -> set[str] | None:
+    """Sample ids of an exported task file (to notice tasks deleted in Label Studio)."""
+    if tasks_file is None or not Path(tasks_file).is_file():
+        return None
+    return {str(t["data"]["sample_id"]) for t in json.loads(Path(tasks_file).read_text())}
+
+
+def import_annotations(
+    store: RunStore,
+    path: Path,
+    *,
+    append: bool = False,
+    tasks_file: Path | None = None,
+) -> ShardInfo:
     """Read a Label Studio JSON export into ``stages/annotations/`` and its manifest.
 
     The shard's fingerprint is the file's content hash, so importing the same file again
-    rewrites nothing new. ``append`` keeps the shards of earlier imports in the manifest.
+    rewrites nothing new. ``append`` keeps the shards of earlier imports in the manifest. A file
+    that is empty or not a JSON export is refused before anything is written, so earlier
+    annotations are never wiped by a bad file. ``tasks_file`` (the exported task list) lets the
+    import notice tasks deleted in Label Studio.
     """
     raw = Path(path).read_bytes()
+    if not raw.strip():
+        raise AnnotationImportError(
+            f"{path} is empty; nothing was imported and earlier annotations are kept"
+        )
     fh = hashlib.blake2b(raw, digest_size=12).hexdigest()
     try:
         doc = json.loads(raw)
     except ValueError as e:
         raise AnnotationImportError(f"{path} is not valid JSON ({e})") from None
-    rows = annotation_rows(doc, fh)
+    rows = annotation_rows(doc, fh, known=run_samples(store), expected=exported_samples(tasks_file))
+    return store_annotation_rows(store, rows, f"import-{fh}", fh, append=append)
+
+
+def store_annotation_rows(
+    store: RunStore, rows: list[dict[str, Any]], shard_id: str, fingerprint: str, *, append: bool
+) -> ShardInfo:
+    """Write rows as one ``annotations`` shard; the manifest records the schema (typed views)."""
+    import base64
+
     table = pa.Table.from_pylist(rows, schema=ANNOTATIONS_SCHEMA)
     st = Counter(r["status"] for r in rows)
-    shard_id = f"import-{fh}"
     existing = store.shard_info("annotations", shard_id, {})
-    if existing is not None and existing.fingerprint == fh:
+    if existing is not None and existing.fingerprint == fingerprint:
         info = existing
     else:
         info = store.write_shard(
             "annotations",
             shard_id,
             table,
-            fingerprint=fh,
+            fingerprint=fingerprint,
             counts={"ok": st.get("ok", 0), "error": st.get("error", 0)},
             content_columns=["annotation_row_id", "status"],
         )
     shards = [s for s in store.manifest("annotations") if s.shard_id != shard_id] if append else []
-    store.write_manifest("annotations", shards + [info])
+    schema = base64.b64encode(ANNOTATIONS_SCHEMA.serialize().to_pybytes()).decode()
+    store.write_manifest("annotations", shards + [info], {"schema": schema})
     return info

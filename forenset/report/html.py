@@ -318,6 +318,49 @@ def evaluation_section(store: RunStore, con: Any) -> str:
                 values.append(100 * v)
     if values:
         out += img_tag(bar_plot(labels, values, "Detection F1 (%), ID vs OOD"), "F1 ID vs OOD")
+    from forenset.report.evaluation import agreement_line, gold_agreement
+
+    ag = gold_agreement(store)
+    if ag is not None:
+        out += f"<p>{html.escape(agreement_line(ag))}</p>"
+    out += robustness_section(con)
+    return out
+
+
+def robustness_section(con: Any) -> str:
+    """Accuracy per perturbation family and per propagation level (plots) and the table of
+    every robustness group; empty when only clean items were scored."""
+    from forenset.report.evaluation import ROBUST_HEADERS, grouped_bars, robustness
+
+    rb = robustness(con)
+    if rb is None:
+        return ""
+    out = "<h3>Robustness: accuracy per perturbation family and propagation level</h3>"
+    if rb.by_family:
+        fig = grouped_bars(rb.by_family, "Accuracy (%) per perturbation family", "family")
+        out += img_tag(_fig_uri(fig), "accuracy per perturbation family")
+    if rb.by_level:
+        fig = grouped_bars(rb.by_level, "Accuracy (%) per propagation level", "re-sharing rounds")
+        out += img_tag(_fig_uri(fig), "accuracy per propagation level")
+    return out + table(ROBUST_HEADERS, rb.rows)
+
+
+def reward_section(store: RunStore, con: Any) -> str:
+    """The reward benchmark's tables (XAIGID-RewardBench Tables 1-5); empty without
+    ``reward_scores`` (the reward family is opt-in)."""
+    from forenset.report.reward import reward_tables
+
+    if not store.manifest("reward_scores"):
+        return ""
+    got = reward_tables(con)
+    out = "<h2>Reward benchmark (XAIGID-RewardBench)</h2>"
+    for t in got.tables:
+        out += f"<h3>{html.escape(t.title)}</h3>" + table(t.headers, t.rows)
+    items = [*got.notes] + (
+        [f"tied triplets to resolve: {', '.join(got.ties)}"] if got.ties else []
+    )
+    if items:
+        out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in items) + "</ul>"
     return out
 
 
@@ -415,6 +458,7 @@ def fakebench_section(store: RunStore, con: Any) -> str:
 def render_report(store: RunStore, gallery: int = 4) -> str:
     """The report as one HTML string (no external resources)."""
     from forenset.exports.api import build_seed
+    from forenset.report.safeimg import safeimg_section
     from forenset.store.views import connect, table_names
 
     seed = build_seed(store)
@@ -429,6 +473,8 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
         perturbation_section(con),
         explanation_section(con, seed),
         evaluation_section(store, con),
+        safeimg_section(store),
+        reward_section(store, con),
         fakebench_section(store, con),
         shared_stats_section(con),
         gallery_section(store, samples, gallery, seed),

@@ -19,8 +19,10 @@ SCHEMA = stage_schema(
     pa.field("detector", S),
     pa.field("track", S),  # complex | simple
     pa.field("eval_set", S),  # id | ood
-    pa.field("group_kind", S),  # all | generator | generator_family | variant
-    pa.field("group", S),  # "all", a generator name, a family; reals group as "real"
+    # all | generator | generator_family | variant | perturbation | perturbation_severity | severity
+    pa.field("group_kind", S),
+    # "all", a generator name, a family (reals group as "real"), "1x", "noise", "noise:0.5", "0.5"
+    pa.field("group", S),
     # detection (fake = positive; an unparseable answer is wrong)
     pa.field("n", I64),
     pa.field("n_unparsed", I64),

@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from forenset.schemas.common import I64, B, S, stage_schema
+from forenset.schemas.common import F64, I64, B, S, stage_schema
 
 SCHEMA = stage_schema(
     pa.field("eval_item_id", S, nullable=False),  # "<eval_set>/<sample_id>[@<level>x]"
@@ -13,7 +13,15 @@ SCHEMA = stage_schema(
     pa.field("holdout", B),
     pa.field("split", S),
     pa.field("blob", S),  # the clean image, or its propagated copy for a level above 0
-    pa.field("variant", S),  # "0x" (clean) | "1x" | "2x" | "3x": re-sharing rounds applied
+    pa.field(
+        "variant", S
+    ),  # "0x" (clean) | "1x" | "2x" | "3x" (re-sharing rounds) | "<family>:<severity>"
     pa.field("propagation", I64),  # the variant's number of re-sharing rounds (0-3)
-    pa.field("rank", I64),  # position in the set's seeded draw: fakes first, then reals
+    pa.field("rank", I64),
+    # a catalogue perturbation (evaluation.perturbations): its family, severity and op record
+    pa.field("perturbation_family", S),  # null for clean and propagated items
+    pa.field("severity", F64),  # 0 = the easy end of every parameter, 1 = the hard end
+    pa.field(
+        "ops", S
+    ),  # JSON [{name, family, params}] (replay: perturbations.apply_record)  # position in the set's seeded draw: fakes first, then reals
 )

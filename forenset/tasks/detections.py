@@ -28,10 +28,11 @@ Detector kinds (``evaluation.detectors``):
   counts them and the table shows the sentence; the good lines are used, and an eval item
   without a prediction gets ``answer`` null with ``parse_error`` "no prediction in <file> for
   this sample". A predictions file names samples, not propagation variants: a sample's one
-  prediction is used for each of its variants (``evaluation.propagation``).
+  prediction is used for each of its variants (``evaluation.propagation`` and
+  ``evaluation.perturbations``).
 
-Every row carries its eval item's ``variant`` (propagation level "0x" … "3x"), error rows
-included, so the scores can be split by it.
+Every row carries its eval item's ``variant`` (propagation level "0x" … "3x", or a catalogue
+perturbation "<family>:<severity>"), error rows included, so the scores can be split by it.
 """
 
 from __future__ import annotations

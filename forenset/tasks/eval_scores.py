@@ -7,8 +7,11 @@ eval set, group): ``group_kind`` ``all`` (the whole set, Table 5's cells), ``gen
 ``variant`` (one group per propagation level, "0x" … "3x", reals and fakes together: the
 detection scores of SafeIMG §3.4 under repeated re-sharing; ``evaluation.propagation``). The
 ``all``, ``generator`` and ``generator_family`` groups hold the clean items only (``0x``), so
-Table 5's cells stay the paper's clean figures when propagation is on. Per perturbation family /
-severity of the catalogue is not built yet.
+Table 5's cells stay the paper's clean figures when propagation is on. Items perturbed by the
+catalogue (``evaluation.perturbations``) are scored in three more group kinds only:
+``perturbation`` (one group per family, all its severities), ``perturbation_severity`` (one per
+family and severity, ``noise:0.5``) and ``severity`` (one per severity, all families); the
+clean baseline of the same samples is the ``variant=0x`` group.
 
 Detection (§5, App. 16.0.0.5): binary F1 with fake as the positive class and accuracy, by
 :func:`forenset.backends.scorers.detection_scores`; an unparseable answer (``answer`` null) is a
@@ -26,6 +29,11 @@ complex    ``complex``             ``authenticity``
 simple     ``simple``              ``authenticity``
 =========  ======================  ===========================
 
+With ``scorers.references: gold`` the references are the human gold explanations instead
+(``gold_references``, imported by ``forenset import-gold``; its shards join this stage's inputs,
+so a new import recomputes the scores): a fake's complex track is scored against the gold text
+of its sample (of several annotators', the first by annotator name; all of them are used for the
+agreement); gold texts explain fakes only, so reals and the simple track have no reference then.
 Reals have one reference only (the dataset writes no simple authenticity text), so both tracks
 use it; an item whose sample has no reference is left out of the explanation means and counted
 in ``n_no_reference``. An item with no explanation (the detector gave none) earns no credit:
@@ -67,8 +75,13 @@ TRACK_METRICS: dict[str, tuple[str, ...]] = {
     "simple": ("bertscore_f1", "sle"),
 }
 METRICS = ("entity_score", "evidence_score", "bertscore_f1", "sle")
-GROUP_KINDS = ("all", "generator", "generator_family", "variant")
+GROUP_KINDS = (
+    "all", "generator", "generator_family", "variant",
+    "perturbation", "perturbation_severity", "severity",
+)  # fmt: skip
+PERTURBATION_KINDS = ("perturbation", "perturbation_severity", "severity")
 REAL_GROUP = "real"
+GOLD_TABLE = "gold_references"  # written by forenset import-gold (not a stage)
 NO_FAKES = "no fake item in this group: the F1 of the fake class is undefined"
 NO_REFERENCE = "no item of this group has a reference explanation"
 
@@ -79,7 +92,20 @@ def reference_kind(track: str, label: str) -> str:
     return "authenticity" if label == "real" else track
 
 
-def group_of(item: dict[str, Any], kind: str) -> str:
+def group_of(item: dict[str, Any], kind: str) -> str | None:
+    """The group of ``item`` of this kind; None when the item is not in any group of it
+    (propagated and perturbed copies are only in their own kinds, clean items only outside
+    the perturbation kinds)."""
+    family = item.get("perturbation_family")
+    if kind in PERTURBATION_KINDS:
+        if not family:
+            return None
+        sev = f"{float(item['severity']):g}"
+        return {"perturbation": family, "severity": sev}.get(kind, f"{family}:{sev}")
+    if family:
+        return None
+    if kind != "variant" and (item.get("variant") or "0x") != "0x":
+        return None  # propagated copies are scored in their variant group only
     if kind == "all":
         return "all"
     if kind == "variant":
@@ -114,7 +140,7 @@ def _metric_columns(score: Score) -> dict[str, Any]:
 
 class EvalScores(Stage):
     name = "eval_scores"
-    version = "2"
+    version = "3"
     inputs = ("detections", "explanations", "eval_sets")
     input_columns = {
         "detections": (
@@ -122,7 +148,10 @@ class EvalScores(Stage):
             "variant", "label", "answer", "explanation",
         ),
         "explanations": ("sample_id", "kind", "text"),
-        "eval_sets": ("eval_item_id", "generator", "generator_family"),
+        GOLD_TABLE: ("sample_id", "annotator", "text"),  # scorers.references: gold only
+        "eval_sets": (
+            "eval_item_id", "generator", "generator_family", "perturbation_family", "severity",
+        ),
     }  # fmt: skip
     output_schema = SCHEMA
     key = "score_id"
@@ -141,6 +170,8 @@ class EvalScores(Stage):
         for s in EVAL_SETS:
             # shards partitioned by another eval set cannot hold this set's rows
             mine = [u for u in upstream if u.partition.get("eval_set", s) == s]
+            if self.cfg.scorers.references == "gold":
+                mine += self.ctx.store.manifest(GOLD_TABLE)
             if any(u.stage == "detections" for u in mine):
                 specs.append(self.spec(s, {"eval_set": s}, mine, {"eval_set": s}))
         return specs
@@ -158,9 +189,12 @@ class EvalScores(Stage):
     def read_inputs(self, shard: ShardSpec) -> pa.Table:
         """The ok detections of this eval set joined with their item's generator (eval_sets)
         and reference explanation (explanations): see :func:`join_items`."""
+        explanations = self._read(shard, "explanations")
+        if self.cfg.scorers.references == "gold":
+            explanations = gold_as_references(self._read(shard, GOLD_TABLE))
         return join_items(
             self._read(shard, "detections"),
-            self._read(shard, "explanations"),
+            explanations,
             self._read(shard, "eval_sets"),
             eval_set=shard.params["eval_set"],
         )
@@ -252,10 +286,9 @@ class EvalScores(Stage):
         groups: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
         for i in items:
             for kind in GROUP_KINDS:
-                if kind != "variant" and (i.get("variant") or "0x") != "0x":
-                    continue  # propagated copies are scored in their variant group only
-                key = (i["detector"], i["track"], i["eval_set"], kind, group_of(i, kind))
-                groups[key].append(i)
+                group = group_of(i, kind)
+                if group is not None:
+                    groups[(i["detector"], i["track"], i["eval_set"], kind, group)].append(i)
         rows = []
         for (detector, track, eval_set, kind, group), members in sorted(groups.items()):
             rep = detection_scores([m["label"] for m in members], [m["answer"] for m in members])
@@ -303,15 +336,26 @@ class EvalScores(Stage):
         return self.to_table(rows)
 
 
+def gold_as_references(gold: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Gold rows as ``explanations`` rows of kind ``complex``: one per sample, the text of the
+    first annotator by name (module doc)."""
+    first: dict[str, dict[str, Any]] = {}
+    for g in sorted(gold, key=lambda g: (g["sample_id"] or "", g["annotator"] or "")):
+        if g["sample_id"] and g.get("text"):
+            first.setdefault(g["sample_id"], g)
+    return [{"sample_id": s, "kind": "complex", "text": g["text"]} for s, g in first.items()]
+
+
 ITEM_SCHEMA = pa.schema(
     [
         (n, pa.string())
         for n in (
             "detection_id", "detector", "track", "eval_set", "eval_item_id", "sample_id",
             "variant", "label", "answer", "explanation", "generator", "generator_family",
-            "reference",
+            "perturbation_family", "reference",
         )
     ]
+    + [("severity", pa.float64())]
 )  # fmt: skip
 
 
@@ -336,6 +380,8 @@ def join_items(
                 **{k: d[k] for k in ITEM_SCHEMA.names if k in d},
                 "generator": g.get("generator"),
                 "generator_family": g.get("generator_family"),
+                "perturbation_family": g.get("perturbation_family"),
+                "severity": g.get("severity"),
                 "reference": refs.get((d["sample_id"], reference_kind(d["track"], d["label"]))),
             }
         )

@@ -14,6 +14,16 @@ rounds (:func:`forenset.perturbations.propagation.propagate`: resize, sharpen, J
 the build seed, the set, the sample and the level. ``variant`` names the level ("0x" … "3x",
 the "network propagation" levels of SafeIMG §3.4) so the scores can be split by it; a level-0
 item keeps the id ``<eval_set>/<sample_id>``, a propagated one is ``<eval_set>/<sample_id>@<level>x``.
+
+``perturbations`` (``families`` of the catalogue, ``forenset.perturbations``; none by default)
+adds, for each drawn sample, each family and each ``severities`` value, one more item of the
+same sample with one op of that family applied at that severity (0 = the easy end of every
+numeric parameter, 1 = the hard end: ``forenset.perturbations.registry.sev_field``). The op,
+its categorical choices and its noise are drawn once per (set, sample, family), so the items of
+one sample and family differ only by severity. ``variant`` is ``<family>:<severity>``
+(``noise:0.5``), the id ``<eval_set>/<sample_id>@<family>:<severity>``; ``perturbation_family``,
+``severity`` and ``ops`` (the replayable record) say what was applied. The scores are split per
+family and per family and severity (``eval_scores``).
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from forenset.backends.llm.types import LLMSettings
 from forenset.confbase import Strict, fingerprint_view
 from forenset.images import decode_rgb, encode_png
 from forenset.perturbations.propagation import propagate
+from forenset.perturbations.registry import FAMILIES
 from forenset.schemas.eval_sets import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
@@ -74,6 +85,51 @@ class DetectorConfig(Strict):
         return self
 
 
+def perturbed_variant(family: str, severity: float) -> str:
+    """The variant label of a catalogue perturbation: ("noise", 0.5) -> "noise:0.5"."""
+    return f"{family}:{severity:g}"
+
+
+class EvalPerturbationsConfig(Strict):
+    """Perturbed copies of every drawn sample: one op of each family at each severity."""
+
+    families: list[str] = []  # catalogue families (forenset.perturbations.FAMILIES)
+    severities: list[float] = [0.2, 0.5, 0.8]  # 0 easy end .. 1 hard end; default: band centres
+    include: list[str] | None = None  # only these ops of the families (default: all admitted)
+
+    @field_validator("families")
+    @classmethod
+    def _families(cls, v: list[str]) -> list[str]:
+        bad = [f for f in v if f not in FAMILIES]
+        if bad:
+            raise ValueError(f"unknown perturbation families {bad}; known: {list(FAMILIES)}")
+        if len(set(v)) != len(v):
+            raise ValueError("perturbation families must be unique")
+        return v
+
+    @field_validator("severities")
+    @classmethod
+    def _severities(cls, v: list[float]) -> list[float]:
+        if not v:
+            raise ValueError("severities needs at least one value in [0, 1]")
+        bad = [x for x in v if not 0.0 <= x <= 1.0]
+        if bad:
+            raise ValueError(f"severities must be in [0, 1]; got {bad}")
+        if len({perturbed_variant("x", x) for x in v}) != len(v):
+            raise ValueError("severities must be unique")
+        return sorted(v)
+
+    @field_validator("include")
+    @classmethod
+    def _ops(cls, v: list[str] | None) -> list[str] | None:
+        from forenset.perturbations import REGISTRY
+
+        bad = sorted(n for n in v or [] if n not in REGISTRY)
+        if bad:
+            raise ValueError(f"unknown perturbation ops {bad}")
+        return v
+
+
 class ScorersConfig(Strict):
     """Explanation metrics. Model-based ones load from a local path; unset, they are null with
     the reason. ``evaluator`` unset: EntityScore/EvidenceScore by the offline phrase matcher."""
@@ -81,6 +137,8 @@ class ScorersConfig(Strict):
     evaluator: LLMSettings | None = None
     bertscore_model: str | None = None
     sle_model: str | None = None
+    # "gold": fakes' complex track against the human gold references (gold_references table)
+    references: Literal["dataset", "gold"] = "dataset"
 
 
 class EvaluationConfig(Strict):
@@ -96,6 +154,8 @@ class EvaluationConfig(Strict):
     scorers: ScorersConfig = ScorersConfig()
     # re-sharing levels of every drawn sample: 0 = the clean image, 1-3 = propagated copies
     propagation: list[int] = [0]
+    # catalogue perturbations of every drawn sample, per family and severity (none by default)
+    perturbations: EvalPerturbationsConfig = EvalPerturbationsConfig()
 
     @field_validator("propagation")
     @classmethod
@@ -132,7 +192,7 @@ def set_sizes(avail_fake: int, avail_real: int, cfg: EvaluationConfig) -> tuple[
 
 class EvalSets(Stage):
     name = "eval_sets"
-    version = "2"
+    version = "3"
     inputs = ("splits",)
     input_columns = (
         "sample_id", "label", "image_id", "generator", "generator_family", "holdout", "split",
@@ -147,7 +207,9 @@ class EvalSets(Stage):
 
     # The fields that decide which samples are drawn; detectors, tracks and scorers belong to
     # the later evaluation stages, so changing a detector does not redraw the sets.
-    SET_FIELDS = ("enabled", "split", "fakes", "reals", "keep_composition", "propagation")
+    SET_FIELDS = (
+        "enabled", "split", "fakes", "reals", "keep_composition", "propagation", "perturbations",
+    )  # fmt: skip
 
     def stage_config(self) -> Any:
         view = fingerprint_view(self.cfg)
@@ -174,7 +236,84 @@ class EvalSets(Stage):
         for rank, r in enumerate(chosen):
             for level in c.propagation:
                 out.append(self.item(eval_set, r, rank, level))
+            for family in c.perturbations.families:
+                out.extend(self.perturbed_items(eval_set, r, rank, family))
         return self.to_table(out)
+
+    def perturbed_items(
+        self, eval_set: str, r: dict[str, Any], rank: int, family: str
+    ) -> list[dict[str, Any]]:
+        """The items of sample ``r`` under one op of ``family`` at each severity (module doc);
+        error rows with the reason when no op is admitted or applying it fails."""
+        import json
+
+        from forenset.perturbations import PerturbationConfig, apply_record, op_pool
+        from forenset.perturbations.mixture import _overrides
+        from forenset.seeds import rng_for
+
+        c: EvaluationConfig = self.cfg
+        pc = c.perturbations
+        seed = derive_seed(self.ctx.seed, "eval_sets", eval_set, r["sample_id"], family)
+        cat = PerturbationConfig(include=pc.include)
+        pool = [op for op in op_pool(c.split, cat) if op.family == family]
+        rng = rng_for(seed, "op")
+        op = pool[int(rng.integers(len(pool)))] if pool else None
+        clean: Any = None
+        out = []
+        for sev in pc.severities:
+            variant = perturbed_variant(family, sev)
+            row = {
+                **{k: r[k] for k in self.columns_of("splits")},
+                "eval_item_id": f"{eval_set}/{r['sample_id']}@{variant}",
+                "eval_set": eval_set,
+                "variant": variant,
+                "propagation": 0,
+                "perturbation_family": family,
+                "severity": sev,
+                "rank": rank,
+                "seed": seed,
+                "stage_version": self.version,
+                "elapsed_ms": 0.0,
+            }
+            try:
+                if op is None:
+                    raise ValueError(
+                        f"no op of family {family} is admitted in the {c.split} split"
+                        + (" among perturbations.include" if pc.include is not None else "")
+                    )
+                prng = rng_for(seed, "params")
+                params = op.sample_params(
+                    c.split, prng, (sev, sev), _overrides(op, c.split, prng, cat)
+                )
+                record = {
+                    "schedule": "single",
+                    "ops": [
+                        {
+                            "name": op.name,
+                            "family": family,
+                            "params": params.model_dump(mode="json"),
+                        }
+                    ],
+                    "seed": seed,
+                }
+                if clean is None:
+                    clean = decode_rgb(self.ctx.store.get_blob(r["blob"]))
+                img = apply_record(clean, record)
+                blob = self.ctx.store.put_blob(encode_png(img))
+            except ContractError:
+                raise
+            except Exception as e:  # noqa: BLE001 - one bad image must not fail the set
+                msg = f"perturbation {variant} failed: {describe(e)}"
+                out.append(
+                    {**row, "blob": None, "backend": "offline", "status": "error",
+                     "error": writable(msg), "retryable": False}
+                )  # fmt: skip
+                continue
+            out.append(
+                {**row, "blob": blob, "ops": json.dumps(record["ops"], sort_keys=True),
+                 "backend": "offline", "model": "perturbation-catalogue", "status": "ok"}
+            )  # fmt: skip
+        return out
 
     def item(self, eval_set: str, r: dict[str, Any], rank: int, level: int) -> dict[str, Any]:
         """The eval item of sample ``r`` at propagation ``level`` (its image propagated and
@@ -185,6 +324,9 @@ class EvalSets(Stage):
             "eval_set": eval_set,
             "variant": variant_name(level),
             "propagation": level,
+            "perturbation_family": None,
+            "severity": None,
+            "ops": None,
             "rank": rank,
             "backend": "rules",
             "stage_version": self.version,

@@ -9,6 +9,9 @@ from tests.helpers import all_rows, rows, run_local
 def test_every_stage_has_rows_and_offline_provenance(small_cfg):
     store, stats, executed = run_local(small_cfg)
     for s in stage_classes():
+        if s.name.startswith("reward_"):  # opt-in family, off here; built in tests/reward
+            assert stats[s.name].planned == 0, s.name
+            continue
         assert stats[s.name].rows > 0, s.name
         assert stats[s.name].failed == 0
     cands = rows(store, "candidates")

@@ -69,26 +69,33 @@ def _write(store: RunStore, stage: str, shard_id: str, rows, schema, partition=N
     return info
 
 
-def with_variants(propagated):
+def with_variants(propagated, perturbed=()):
     """ITEMS as (eval_item_id, variant, item) with the propagated copies ``(sample, level,
-    answer)`` of ``propagated`` after them (same truth and texts, their own answer)."""
+    answer)`` of ``propagated`` and the perturbed copies ``(sample, family, severity, answer)``
+    of ``perturbed`` after them (same truth and texts, their own answer)."""
     by_id = {it[1]: it for it in ITEMS}
     out = [(f"{it[0]}/{it[1]}", "0x", it) for it in ITEMS]
     for sid, level, answer in propagated:
         it = by_id[sid]
         out.append((f"{it[0]}/{sid}@{level}x", f"{level}x", (*it[:5], answer, *it[6:])))
+    for sid, family, sev, answer in perturbed:
+        it = by_id[sid]
+        v = f"{family}:{sev:g}"
+        out.append((f"{it[0]}/{sid}@{v}", v, (*it[:5], answer, *it[6:])))
     return out
 
 
-def build_inputs(store: RunStore, detectors=("d1",), propagated=()):
+def build_inputs(store: RunStore, detectors=("d1",), propagated=(), perturbed=()):
     infos = []
-    items = with_variants(propagated)
+    items = with_variants(propagated, perturbed)
     for s in ("id", "ood"):
         rows = [
             _trace(
                 eval_item_id=iid, eval_set=es, sample_id=sid, label=label, generator=gen,
                 generator_family=fam, holdout=es == "ood", split="test", variant=variant,
-                propagation=int(variant[0]),
+                propagation=int(variant[0]) if variant.endswith("x") else 0,
+                perturbation_family=None if variant.endswith("x") else variant.split(":")[0],
+                severity=None if variant.endswith("x") else float(variant.split(":")[1]),
             )
             for iid, variant, (es, sid, label, gen, fam, *_) in items
             if es == s
@@ -123,7 +130,20 @@ def build_inputs(store: RunStore, detectors=("d1",), propagated=()):
     return infos
 
 
-def run_stage(tmp_path, scorers=None, enabled=True, propagated=()):
+def write_gold(store: RunStore, gold, shard_id="import-a"):
+    """A gold_references shard as forenset import-gold writes it: (sample, annotator, text)."""
+    from forenset.schemas.gold_references import SCHEMA as GOLD
+
+    rows = [
+        {"gold_id": f"{sid}-{a}", "sample_id": sid, "annotator": a, "text": t, "status": "ok"}
+        for sid, a, t in gold
+    ]
+    rows.append({"gold_id": "bad", "sample_id": "f2", "annotator": "a", "status": "error"})
+    info = _write(store, "gold_references", shard_id, rows, GOLD)
+    store.write_manifest("gold_references", [info])
+
+
+def run_stage(tmp_path, scorers=None, enabled=True, propagated=(), perturbed=(), gold=None):
     cfg = validate_config(
         small_config_dict(
             tmp_path / "run",
@@ -131,8 +151,10 @@ def run_stage(tmp_path, scorers=None, enabled=True, propagated=()):
         )
     )
     store = RunStore(str(tmp_path / "run"))
+    if gold is not None:
+        write_gold(store, gold)
     stage = EvalScores(StageContext(store, cfg))
-    specs = stage.plan_gathered(build_inputs(store, propagated=propagated))
+    specs = stage.plan_gathered(build_inputs(store, propagated=propagated, perturbed=perturbed))
     done = [execute_shard(stage, s) for s in specs]
     schema = base64.b64encode(stage.output_schema.serialize().to_pybytes()).decode()
     store.write_manifest("eval_scores", done, {"schema": schema})
@@ -199,6 +221,46 @@ def test_scores_per_propagation_variant_by_hand(tmp_path):
     assert "d1/complex/id/variant=2x" not in out
 
 
+def test_scores_per_perturbation_family_and_severity_by_hand(tmp_path):
+    perturbed = [
+        ("f1", "noise", 0.2, "fake"),  # TP
+        ("f1", "noise", 0.8, "real"),  # FN: missed under strong noise
+        ("r1", "noise", 0.2, "real"),  # TN
+        ("r1", "noise", 0.8, "fake"),  # FP
+        ("f4", "blur", 0.8, None),  # unparseable: FN
+        ("r2", "blur", 0.8, "real"),  # TN
+        ("g1", "noise", 0.8, "fake"),  # ood: TP
+    ]
+    propagated = [("f1", 1, "real")]
+    _, _, _, out = run_stage(tmp_path, propagated=propagated, perturbed=perturbed)
+    for track in ("complex", "simple"):
+        noise = out[f"d1/{track}/id/perturbation=noise"]  # TP, FN, TN, FP
+        assert (noise["tp"], noise["fn"], noise["fp"], noise["tn"]) == (1, 1, 1, 1)
+        assert noise["f1"] == pytest.approx(0.5) and noise["accuracy"] == pytest.approx(0.5)
+        low = out[f"d1/{track}/id/perturbation_severity=noise:0.2"]  # TP, TN
+        assert (low["n"], low["f1"], low["accuracy"]) == (2, 1.0, 1.0)
+        high = out[f"d1/{track}/id/perturbation_severity=noise:0.8"]  # FN, FP
+        assert (high["n"], high["f1"], high["accuracy"]) == (2, 0.0, 0.0)
+        blur = out[f"d1/{track}/id/perturbation=blur"]  # FN (unparseable), TN
+        assert (blur["n_unparsed"], blur["f1"], blur["accuracy"]) == (1, 0.0, 0.5)
+        sev = out[f"d1/{track}/id/severity=0.8"]  # noise FN, FP + blur FN, TN
+        assert (sev["tp"], sev["fn"], sev["fp"], sev["tn"]) == (0, 2, 1, 1)
+        assert sev["accuracy"] == pytest.approx(0.25)
+        assert out[f"d1/{track}/id/severity=0.2"]["n"] == 2
+        ood = out[f"d1/{track}/ood/perturbation_severity=noise:0.8"]
+        assert (ood["n"], ood["f1"]) == (1, 1.0)
+        # perturbed copies stay out of Table 5 and out of the propagation groups
+        assert out[f"d1/{track}/id/all=all"]["n"] == 7
+        assert out[f"d1/{track}/id/generator=gen-a"]["n"] == 2
+        assert out[f"d1/{track}/id/variant=0x"]["n"] == 7
+        assert out[f"d1/{track}/id/variant=1x"]["n"] == 1
+    kinds = {r["group_kind"] for r in out.values()}
+    assert {"perturbation", "perturbation_severity", "severity"} <= kinds
+    assert not any(
+        r["group"].startswith("noise") for r in out.values() if r["group_kind"] == "variant"
+    )
+
+
 def test_entity_evidence_offline_and_unconfigured_models_are_null(tmp_path):
     _, _, _, out = run_stage(tmp_path)
     a = out["d1/complex/id/all=all"]
@@ -256,7 +318,9 @@ def test_planning_and_fingerprint_scope(tmp_path, models):
     _, stage, specs, _ = run_stage(tmp_path / "a")
     _, _, specs_b, _ = run_stage(tmp_path / "b", {"bertscore_model": models[0]})
     assert specs[0].fingerprint != specs_b[0].fingerprint  # a scorer setting recomputes
-    assert stage.stage_config() == {"evaluator": None, "bertscore_model": None, "sle_model": None}
+    assert stage.stage_config() == {
+        "evaluator": None, "bertscore_model": None, "sle_model": None, "references": "dataset",
+    }  # fmt: skip
     assert {i.stage for i in specs[0].inputs} == {"detections", "explanations", "eval_sets"}
     assert all(i.partition.get("eval_set", "id") == "id" for i in specs[0].inputs)
 
@@ -345,3 +409,87 @@ def test_report_shows_table5_and_the_f1_plot(tmp_path, models):
     assert "no BERTScore model configured" in section
     assert "data:image/png;base64," in section  # F1 ID vs OOD bar chart
     assert evaluation_section(RunStore(str(tmp_path / "empty")), con) == ""
+
+
+PERTURBED = [
+    ("f1", "noise", 0.2, "fake"),
+    ("f1", "noise", 0.8, "real"),
+    ("r1", "noise", 0.2, "real"),
+    ("r1", "noise", 0.8, "fake"),
+    ("r2", "blur", 0.8, "real"),
+]
+
+
+def test_robustness_table_and_plot_series_by_hand(tmp_path):
+    from forenset.report.evaluation import CLEAN, robustness
+    from forenset.store.views import connect
+
+    store, *_ = run_stage(tmp_path, propagated=[("f1", 1, "real")], perturbed=PERTURBED)
+    rb = robustness(connect(store, ["eval_scores"]))
+    assert rb is not None
+    # id set: clean 3/7; noise TP TN FN FP = 2/4; blur TN = 1/1; 1x FN = 0/1
+    assert rb.by_family["d1/complex ID"] == pytest.approx(
+        {CLEAN: 100 * 3 / 7, "noise": 50.0, "blur": 100.0}
+    )
+    assert rb.by_level["d1/simple ID"] == pytest.approx({"0x": 100 * 3 / 7, "1x": 0.0})
+    assert "d1/complex OOD" not in rb.by_family or len(rb.by_family["d1/complex OOD"]) == 1
+    row = ["d1", "complex", "ID", "perturbation_severity", "noise:0.8", "2", "0.00", "0.00"]
+    assert row in rb.rows
+    _, _, _, clean_only = run_stage(tmp_path / "clean")
+    assert robustness(connect(RunStore(str(tmp_path / "clean" / "run")), ["eval_scores"])) is None
+
+
+def test_cli_and_report_show_the_robustness_groups(tmp_path):
+    from forenset.report.html import evaluation_section
+    from forenset.store.views import connect
+
+    store, *_ = run_stage(tmp_path, propagated=[("f1", 1, "real")], perturbed=PERTURBED)
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")], terminal_width=220)
+    assert res.exit_code == 0, res.output
+    line = next(ln for ln in res.output.splitlines() if "noise:0.2" in ln and "complex" in ln)
+    assert "100.00" in line  # TP + TN
+    section = evaluation_section(store, connect(store, ["eval_scores"]))
+    assert 'alt="accuracy per perturbation family"' in section
+    assert 'alt="accuracy per propagation level"' in section
+    assert "<td>noise:0.8</td>" in section
+
+
+GOLD = [
+    ("f1", "b", T_HAND),  # f1: annotator a comes first by name
+    ("f1", "a", T_HAND_SIGN),  # = f1's complex explanation: 1
+    ("f3", "a", T_SHADOW),  # f3 explains T_HAND: 0
+    ("r1", "a", T_WALL),  # not a fake: still only fakes' complex track is scored
+]
+
+
+def test_gold_references_replace_the_dataset_references(tmp_path):
+    store, stage, specs, out = run_stage(tmp_path, {"references": "gold"}, gold=GOLD)
+    assert "gold_references" in {i.stage for i in specs[0].inputs}
+    a = out["d1/complex/id/all=all"]
+    # scored against gold: f1 (1) and f3 (0); f2, f4 and the reals have no gold reference
+    assert (a["n_explained"], a["n_no_reference"]) == (2, 5)
+    assert a["entity_score"] == pytest.approx(0.5) and a["evidence_score"] == pytest.approx(0.5)
+    s = out["d1/simple/id/all=all"]
+    assert s["n_explained"] == 0 and s["bertscore_f1"] is None
+    assert a["f1"] == pytest.approx(0.5)  # detection scores do not depend on references
+    # a new gold import changes the scores' fingerprint (recomputed on the next build)
+    write_gold(store, GOLD[:2], shard_id="import-b")
+    again = stage.plan_gathered(build_inputs(RunStore(str(tmp_path / "x"))))
+    assert again[0].fingerprint != specs[0].fingerprint
+
+
+def test_gold_references_ignored_unless_asked(tmp_path):
+    _, _, specs, out = run_stage(tmp_path, gold=GOLD)
+    assert "gold_references" not in {i.stage for i in specs[0].inputs}
+    assert out["d1/complex/id/all=all"]["n_explained"] == 6  # the dataset's references
+
+
+def test_cli_prints_the_gold_agreement(tmp_path):
+    run_stage(tmp_path, {"references": "gold"}, gold=GOLD)
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")], terminal_width=250)
+    assert res.exit_code == 0, res.output
+    # f1 is the only sample with two annotators: (T_HAND, T_HAND_SIGN) -> P 1, R 1/2 -> 2/3
+    assert (
+        "inter-annotator agreement (gold references, 1 images, 1 pairs): EntityScore 0.67, "
+        "EvidenceScore 0.67 [phrase-match-v1]; paper: 0.50 / 0.44"
+    ) in " ".join(res.output.split())

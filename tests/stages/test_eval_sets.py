@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from forenset.config import validate_config
@@ -149,3 +151,119 @@ def test_propagated_variants_of_every_drawn_sample(tmp_path):
             assert again["seed"] == v["seed"]
             assert np.array_equal(decode_rgb(store_b.get_blob(again["blob"])), img)
         assert got[f"{iid}@1x"]["blob"] != got[f"{iid}@3x"]["blob"]
+
+
+def _perturbed_stage(tmp_path, **perturbations):
+    """The eval_sets stage over a hand-made splits batch (2 test fakes, 1 test real)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from forenset.images import encode_png
+    from forenset.schemas.splits import SCHEMA as SPLITS
+    from forenset.store.run_store import RunStore
+    from forenset.tasks.base import ShardSpec, StageContext
+    from forenset.tasks.eval_sets import EvalSets
+
+    cfg = validate_config(
+        small_config_dict(
+            tmp_path / "run",
+            evaluation={"enabled": True, "fakes": 2, "reals": 1, "perturbations": perturbations},
+        )
+    )
+    store = RunStore(str(tmp_path / "run"))
+    rng = np.random.default_rng(0)
+    rows_in = []
+    for sid, label in (("f1", "fake"), ("f2", "fake"), ("r1", "real")):
+        img = rng.integers(0, 256, (32, 40, 3), dtype=np.uint8)
+        rows_in.append(
+            {
+                "sample_id": sid, "label": label, "image_id": sid, "generator": "g",
+                "generator_family": "classical", "holdout": False, "split": "test",
+                "blob": store.put_blob(encode_png(img)), "status": "ok",
+            }
+        )  # fmt: skip
+    batch = pa.Table.from_pylist(
+        [{n: r.get(n) for n in SPLITS.names} for r in rows_in], schema=SPLITS
+    )
+    stage = EvalSets(StageContext(store, cfg))
+    shard = ShardSpec("eval_sets", "id", {"eval_set": "id"}, [], {"eval_set": "id"}, "fp")
+    return store, stage.process(batch, shard).to_pylist()
+
+
+def test_perturbed_variants_per_family_and_severity(tmp_path):
+    import json
+
+    import numpy as np
+
+    from forenset.images import decode_rgb
+
+    store, got = _perturbed_stage(
+        tmp_path,
+        families=["noise", "compression"],
+        severities=[0.8, 0.2],
+        include=["gaussian_noise", "jpeg"],
+    )
+    by_id = {r["eval_item_id"]: r for r in got}
+    clean = [r for r in got if r["variant"] == "0x"]
+    assert len(clean) == 3 and all(r["perturbation_family"] is None for r in clean)
+    assert len(got) == 3 * (1 + 2 * 2)  # clean + 2 families x 2 severities per sample
+    for c in clean:
+        img0 = decode_rgb(store.get_blob(c["blob"]))
+        params = {}
+        for fam, op, field in (
+            ("noise", "gaussian_noise", "sigma"),
+            ("compression", "jpeg", "quality"),
+        ):
+            for sev in (0.2, 0.8):
+                r = by_id[f"{c['eval_item_id']}@{fam}:{sev:g}"]
+                assert r["status"] == "ok", r["error"]
+                assert (r["variant"], r["perturbation_family"], r["severity"]) == (
+                    f"{fam}:{sev:g}", fam, sev,
+                )  # fmt: skip
+                assert (r["sample_id"], r["label"], r["propagation"]) == (
+                    c["sample_id"], c["label"], 0,
+                )  # fmt: skip
+                (rec,) = json.loads(r["ops"])
+                assert rec["name"] == op and rec["family"] == fam
+                params[(fam, sev)] = rec["params"][field]
+                img = decode_rgb(store.get_blob(r["blob"]))
+                assert img.shape == img0.shape and not np.array_equal(img, img0)
+        # severity runs from the easy to the hard end: sigma 0.01 -> 0.25, quality 92 -> 8
+        assert params[("noise", 0.2)] == pytest.approx(0.01 + 0.2 * 0.24)
+        assert params[("noise", 0.8)] == pytest.approx(0.01 + 0.8 * 0.24)
+        assert params[("compression", 0.2)] == round(92 - 0.2 * 84)
+        assert params[("compression", 0.8)] == round(92 - 0.8 * 84)
+    # deterministic: a second run of the stage writes the same images
+    _, again = _perturbed_stage(
+        tmp_path / "b", families=["noise", "compression"], severities=[0.2, 0.8],
+        include=["gaussian_noise", "jpeg"],
+    )  # fmt: skip
+    assert {r["eval_item_id"]: r["blob"] for r in again} == {
+        r["eval_item_id"]: r["blob"] for r in got
+    }
+
+
+def test_a_family_without_an_admitted_op_is_an_error_row_per_item(tmp_path):
+    _, got = _perturbed_stage(tmp_path, families=["blur"], severities=[0.5], include=["jpeg"])
+    bad = [r for r in got if r["perturbation_family"] == "blur"]
+    assert len(bad) == 3 and all(r["status"] == "error" for r in bad)
+    assert bad[0]["error"].startswith("perturbation blur:0.5 failed: ")
+    assert (
+        "no op of family blur is admitted in the test split among perturbations.include"
+        in (bad[0]["error"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("perturbations", "message"),
+    [
+        ({"families": ["smudge"]}, "unknown perturbation families"),
+        ({"families": ["noise", "noise"]}, "must be unique"),
+        ({"severities": [1.5]}, "severities must be in [0, 1]"),
+        ({"severities": []}, "at least one value"),
+        ({"include": ["nope"]}, "unknown perturbation ops"),
+    ],
+)
+def test_perturbation_settings_are_validated(perturbations, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        EvaluationConfig(perturbations=perturbations)

@@ -58,9 +58,9 @@ def test_taxonomy_hash_tracks_the_file(tmp_path):
     copy = tmp_path / "taxonomy.yaml"
     shutil.copy(TAXONOMY_PATH, copy)
     assert taxonomy_hash(copy) == taxonomy_hash()
-    copy.write_text(copy.read_text().replace("Natural disasters", "Natural hazards"))
+    copy.write_text(copy.read_text().replace("Natural Disasters", "Natural Hazards"))
     assert taxonomy_hash(copy) != taxonomy_hash()
-    assert load_taxonomy(copy)[0].name == "Natural hazards"
+    assert load_taxonomy(copy)[0].name == "Natural Hazards"
 
 
 def test_sample_scenarios_distinct_compatible_deterministic():
@@ -310,3 +310,23 @@ def test_unknown_media_tag_is_rejected(tmp_path):
     bad.write_text(text)
     with pytest.raises(ValueError, match="unknown media forms"):
         load_taxonomy(bad)
+
+
+PAPER_NAMES = {  # SafeIMG Table 1, verbatim
+    "P1": "Natural Disasters",
+    "P2": "Social Unrest, Public Violence, and Attack Incidents",
+    "P3": "Transportation Accidents",
+    "P4": "Fires, Explosions, and Energy Facility Accidents",
+    "P5": "Pollution and Hazardous Material Accidents",
+    "P6": "Building and Civil Infrastructure Accidents",
+    "P7": "Crowd Gathering and Venue Safety Accidents",
+    "P8": "Public Health and Biosecurity Events",
+    "I1": "Personal Accidents and Emergencies",
+    "I2": "Private Receipts and Transaction Records",
+    "I3": "Personal Chat and Communication Records",
+    "I4": "Fabricated Scene Evidence and Identity Endorsement",
+}
+
+
+def test_category_names_are_the_papers():
+    assert {c.id: c.name for c in load_taxonomy()} == PAPER_NAMES

@@ -1,0 +1,230 @@
+"""Reward-benchmark metrics, exactly as XAIGID-RewardBench §3.3-3.5 define them.
+
+* ``acc4`` / ``acc2`` (§3.5): over the triplets with a ground-truth label H_t, the share where the
+  judge's choice J_t equals H_t; Acc(2) only over the triplets whose H_t is First or Second. A
+  judge's missing (unparseable) choice is never equal to H_t, so it counts as wrong.
+* ``elo`` (§3.3, Table 3): every policy starts at 1200; a labelled triplet is one game between
+  its two policies. First / Second: the shown-first / shown-second policy wins (score 1 / 0);
+  Tie: half a win each (score 0.5); BothBad: *no game* (neither explanation is good, so the
+  label says nothing about which policy is better). The paper does not state K: ``k`` defaults
+  to 32. Sequential Elo depends on game order, so ``elo`` reports the mean rating over
+  ``shuffles`` seeded random orders; ``bradley_terry`` is the order-free fit beside it.
+* ``agreement`` (§3.3 "Inter-human agreement"): pairwise agreement of annotators on the same
+  triplet, 4-way and on clear-winner pairs (both annotators chose First or Second).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+CHOICES: tuple[str, ...] = ("First", "Second", "Tie", "BothBad")
+CLEAR: tuple[str, ...] = ("First", "Second")
+START = 1200.0
+K_DEFAULT = 32.0
+
+
+def flip(choice: str | None) -> str | None:
+    """The same preference seen with the two responses shown in the other order."""
+    return {"First": "Second", "Second": "First"}.get(choice or "", choice)
+
+
+def acc4(judge: Mapping[str, str | None], human: Mapping[str, str]) -> tuple[float | None, int]:
+    """(Acc(4), |T|): share of labelled triplets whose judge choice equals the human label."""
+    ts = list(human)
+    if not ts:
+        return None, 0
+    return sum(judge.get(t) == human[t] for t in ts) / len(ts), len(ts)
+
+
+def acc2(judge: Mapping[str, str | None], human: Mapping[str, str]) -> tuple[float | None, int]:
+    """(Acc(2), |T2|): Acc(4) restricted to T2 = triplets whose human label is First/Second."""
+    return acc4(judge, {t: h for t, h in human.items() if h in CLEAR})
+
+
+@dataclass(frozen=True)
+class Game:
+    """One labelled triplet between two policies: ``first`` was shown first."""
+
+    first: str
+    second: str
+    choice: str
+
+
+def outcome(g: Game) -> float | None:
+    """The first policy's score: 1, 0, 0.5 (Tie), or None (BothBad / no label: no game)."""
+    return {"First": 1.0, "Second": 0.0, "Tie": 0.5}.get(g.choice)
+
+
+@dataclass(frozen=True)
+class Record:
+    """A policy's Table 3 row: games (ties included), wins, losses, ties, win rate (ties count
+    half), both-bad triplets (not games), the mean Elo over shuffles and the Bradley-Terry
+    rating on the same scale."""
+
+    policy: str
+    elo: float
+    elo_std: float
+    bt: float
+    games: int
+    wins: int
+    losses: int
+    ties: int
+    both_bad: int
+
+    @property
+    def win_rate(self) -> float | None:
+        return (self.wins + 0.5 * self.ties) / self.games if self.games else None
+
+
+def elo_sequence(
+    games: Sequence[Game], players: Iterable[str], k: float = K_DEFAULT, start: float = START
+) -> dict[str, float]:
+    """Sequential Elo over ``games`` in the given order (BothBad games are skipped)."""
+    r = {p: start for p in players}
+    for g in games:
+        s = outcome(g)
+        if s is None:
+            continue
+        ra, rb = r.setdefault(g.first, start), r.setdefault(g.second, start)
+        ea = 1.0 / (1.0 + 10 ** ((rb - ra) / 400.0))
+        r[g.first] = ra + k * (s - ea)
+        r[g.second] = rb - k * (s - ea)
+    return r
+
+
+def bradley_terry(
+    games: Sequence[Game], players: Iterable[str], start: float = START, iters: int = 2000
+) -> dict[str, float]:
+    """Bradley-Terry strengths by Hunter's MM updates, ties as half a win each, on the Elo scale
+    (1200 + 400 log10 p). Each player also plays one virtual tie against a fixed reference of
+    strength 1 (rating 1200), so an unbeaten or winless player stays finite. Order-free."""
+    names = sorted(set(players) | {p for g in games for p in (g.first, g.second)})
+    idx = {p: i for i, p in enumerate(names)}
+    n = len(names)
+    if not n:
+        return {}
+    wins = np.full(n, 0.5)  # the virtual half-win against the reference
+    pairs = np.zeros((n, n))  # games between i and j
+    for g in games:
+        s = outcome(g)
+        if s is None:
+            continue
+        a, b = idx[g.first], idx[g.second]
+        wins[a] += s
+        wins[b] += 1 - s
+        pairs[a, b] += 1
+        pairs[b, a] += 1
+    p = np.ones(n)
+    for _ in range(iters):
+        denom = (pairs / (p[:, None] + p[None, :])).sum(axis=1) + 1.0 / (p + 1.0)
+        new = wins / denom
+        if np.max(np.abs(np.log(new) - np.log(p))) < 1e-10:
+            p = new
+            break
+        p = new
+    return {name: start + 400.0 * math.log10(p[idx[name]]) for name in names}
+
+
+def elo_table(
+    games: Sequence[Game],
+    players: Iterable[str] = (),
+    k: float = K_DEFAULT,
+    shuffles: int = 100,
+    seed: int = 0,
+    start: float = START,
+) -> list[Record]:
+    """Table 3 rows, best mean Elo first: Elo averaged over ``shuffles`` seeded orders of the
+    games (``shuffles=0``: the given order only), Bradley-Terry beside it, and the counts."""
+    names = sorted(set(players) | {p for g in games for p in (g.first, g.second)})
+    orders = [list(games)]
+    rng = np.random.default_rng(seed)
+    if shuffles > 0:  # shuffles of one canonical order: the result cannot depend on the input's
+        base = sorted(games, key=lambda g: (g.first, g.second, g.choice))
+        orders = [[base[i] for i in rng.permutation(len(base))] for _ in range(shuffles)]
+    runs = [elo_sequence(o, names, k, start) for o in orders]
+    bt = bradley_terry(games, names, start)
+    out = []
+    for p in names:
+        mine = [g for g in games if p in (g.first, g.second)]
+        scores = [outcome(g) if g.first == p else flip_score(outcome(g)) for g in mine]
+        vals = [r[p] for r in runs]
+        out.append(
+            Record(
+                policy=p,
+                elo=float(np.mean(vals)),
+                elo_std=float(np.std(vals)),
+                bt=bt[p],
+                games=sum(s is not None for s in scores),
+                wins=sum(s == 1.0 for s in scores),
+                losses=sum(s == 0.0 for s in scores),
+                ties=sum(s == 0.5 for s in scores),
+                both_bad=sum(g.choice == "BothBad" for g in mine),
+            )
+        )
+    return sorted(out, key=lambda r: (-r.elo, r.policy))
+
+
+def flip_score(s: float | None) -> float | None:
+    return None if s is None else 1.0 - s
+
+
+# -- annotations ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Vote:
+    """A triplet's consensus: the majority label, or None and ``tied`` when the top counts tie
+    (listed for manual resolution); ``counts`` per choice of the kept annotations."""
+
+    label: str | None
+    tied: bool
+    counts: dict[str, int]
+
+
+def majority(choices: Sequence[str]) -> Vote:
+    """Majority vote over one triplet's kept annotations (§3.3 "Filtering")."""
+    counts = Counter(c for c in choices if c in CHOICES)
+    if not counts:
+        return Vote(None, False, {})
+    top = max(counts.values())
+    best = sorted(c for c, n in counts.items() if n == top)
+    return Vote(best[0] if len(best) == 1 else None, len(best) > 1, dict(counts))
+
+
+def agreement(by_item: Mapping[str, Mapping[str, str]]) -> dict[str, float | int | None]:
+    """Pairwise inter-annotator agreement over items labelled by two or more annotators:
+    ``agree4`` over all annotator pairs, ``agree_clear`` over the pairs where both chose
+    First or Second (the paper: 68.0 % and 98.3 %), with the pair counts."""
+    pairs4 = agree4 = pairs2 = agree2 = 0
+    for labels in by_item.values():
+        for a, b in combinations(sorted(labels), 2):
+            x, y = labels[a], labels[b]
+            pairs4 += 1
+            agree4 += x == y
+            if x in CLEAR and y in CLEAR:
+                pairs2 += 1
+                agree2 += x == y
+    return {
+        "agree4": agree4 / pairs4 if pairs4 else None,
+        "pairs4": pairs4,
+        "agree_clear": agree2 / pairs2 if pairs2 else None,
+        "pairs_clear": pairs2,
+    }
+
+
+def position_shares(choices: Iterable[str | None]) -> dict[str, float | int | None]:
+    """How often each choice was made (Fig. 3), and the position bias: the share of First among
+    clear choices minus 0.5 (0 = no preference for the response shown first)."""
+    c = Counter(x for x in choices if x in CHOICES)
+    n = sum(c.values())
+    clear = c["First"] + c["Second"]
+    out: dict[str, float | int | None] = {f"share_{k}": (c[k] / n if n else None) for k in CHOICES}
+    out["n"] = n
+    out["position_bias"] = c["First"] / clear - 0.5 if clear else None
+    return out

@@ -1,0 +1,316 @@
+"""SafeIMG metrics (§3, eq. 12-13, Tables 2-3, App. A) as pure functions, and the two matchers
+that decide whether a model rationale hits a human anomaly (§3.5).
+
+* AI detection rate (eq. 12): share of generated images predicted ``ai_generated`` (our
+  detectors answer ``fake``); an unparseable answer (None) counts as not detected. Per category
+  and "Overall" weighted by category size (Table 2), i.e. hits over all images.
+* Real-image accuracy: share of D_real predicted real.
+* Human-Covered-by-AI: per image, the share of its human anomalies hit by at least one
+  rationale; AI-Supported-by-Human: per image, the share of its rationales that hit at least one
+  anomaly; each averaged over images (Table 3). An image with no rationale covers 0 of its
+  anomalies and has no defined AI-Supported value, so it is left out of that mean (counted).
+* Hit rate per artefact label: over all human anomalies with that label, the share hit.
+* Δ(l) (eq. 13), at image level (a label counted once per image):
+  P(l | false negative) − P(l | all AI-generated images); None when there is no false negative.
+
+Matchers: :class:`ModelAlignmentJudge` (an ``llm:`` pool, template ``safeimg_alignment``) as
+the paper does, and :func:`offline_match` (``offline-vocab-box-v1``), the labelled fallback: a
+rationale hits an anomaly when its text names a word of the anomaly label's vocabulary, or its
+box overlaps the anomaly's box with IoU >= ``iou`` (boxes axis-aligned, rotation ignored).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forenset.backends.llm.types import ChatRequest, ChatResult, LLMSettings
+
+if TYPE_CHECKING:
+    from forenset.backends.llm.cache import ResponseCache
+
+AI_ANSWERS = frozenset({"fake", "ai_generated"})
+OFFLINE_MATCHER = "offline-vocab-box-v1"
+TEMPLATE = "safeimg_alignment"
+
+Box = tuple[float, float, float, float]  # x, y, w, h as fractions of the image
+
+# Words that name each of the 7 labels in a rationale (lower-case stems, matched as prefixes).
+LABEL_VOCABULARY: dict[str, tuple[str, ...]] = {
+    "commonsense": (
+        "commonsense",
+        "common sense",
+        "implausib",
+        "illogical",
+        "logic",
+        "impossible",
+        "inconsisten",
+        "contradict",
+        "unrealistic",
+        "scale",
+    ),
+    "physics": (
+        "physic",
+        "gravity",
+        "floating",
+        "perspective",
+        "support",
+        "balanc",
+        "collision",
+        "impact",
+        "fluid",
+        "water flow",
+    ),
+    "text": (
+        "text",
+        "letter",
+        "word",
+        "sign",
+        "font",
+        "typo",
+        "spelling",
+        "writing",
+        "caption",
+        "number",
+        "digit",
+        "receipt",
+        "label",
+    ),
+    "faces": ("face", "facial", "eye", "mouth", "teeth", "skin", "nose", "expression"),
+    "hands": ("hand", "finger", "palm", "wrist", "thumb"),
+    "lighting": ("light", "shadow", "illuminat", "reflection", "glare", "bright", "exposure"),
+    "other": (
+        "texture",
+        "blur",
+        "artifact",
+        "artefact",
+        "smooth",
+        "noise",
+        "pattern",
+        "seam",
+        "edge",
+        "compression",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A share with its denominator; ``value`` None (with ``reason``) when nothing to count."""
+
+    value: float | None
+    n: int
+    reason: str | None = None
+
+
+def _rate(hits: int, n: int, what: str) -> Rate:
+    return Rate(hits / n, n) if n else Rate(None, 0, f"no {what}")
+
+
+def is_ai(answer: str | None) -> bool:
+    return (answer or "").strip().lower() in AI_ANSWERS
+
+
+def ai_detection_rate(answers: Sequence[str | None]) -> Rate:
+    """Eq. 12 over generated images."""
+    return _rate(sum(is_ai(a) for a in answers), len(answers), "generated images")
+
+
+def real_accuracy(answers: Sequence[str | None]) -> Rate:
+    """Share of genuine images answered real (an unparseable answer is wrong)."""
+    n = len(answers)
+    return _rate(sum((a or "").strip().lower() == "real" for a in answers), n, "real images")
+
+
+def rates_by_group(
+    items: Iterable[tuple[str, str | None]], order: Sequence[str], *, real: bool = False
+) -> dict[str, Rate]:
+    """One rate per group in ``order`` plus "Overall" (weighted by group size = over all)."""
+    groups: dict[str, list[str | None]] = defaultdict(list)
+    for g, a in items:
+        groups[g].append(a)
+    f = real_accuracy if real else ai_detection_rate
+    out = {g: f(groups.get(g, [])) for g in order}
+    for g in sorted(set(groups) - set(order)):
+        out[g] = f(groups[g])
+    out["Overall"] = f([a for g in groups for a in groups[g]])
+    return out
+
+
+# -- alignment -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Anomaly:
+    label: str
+    box: Box | None = None
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Rationale:
+    text: str
+    box: Box | None = None
+
+
+def split_rationales(explanation: str | None) -> list[str]:
+    """A model explanation as independently checkable rationales: one per sentence / line."""
+    parts = re.split(r"(?<=[.!?])\s+|\n+|;\s+", explanation or "")
+    return [p.strip(" -•*\t") for p in parts if len(p.strip(" -•*\t")) > 3]
+
+
+def iou(a: Box, b: Box) -> float:
+    ax1, ay1, bx1, by1 = a[0] + a[2], a[1] + a[3], b[0] + b[2], b[1] + b[3]
+    iw = max(0.0, min(ax1, bx1) - max(a[0], b[0]))
+    ih = max(0.0, min(ay1, by1) - max(a[1], b[1]))
+    inter = iw * ih
+    union = a[2] * a[3] + b[2] * b[3] - inter
+    return inter / union if union > 0 else 0.0
+
+
+def offline_match(anomaly: Anomaly, rationale: Rationale, iou_threshold: float = 0.3) -> bool:
+    """The labelled fallback matcher: label vocabulary in the text, or overlapping boxes."""
+    words = re.findall(r"[a-z]+(?: [a-z]+)?", rationale.text.lower())
+    text = " ".join(words)
+    if any(re.search(r"\b" + re.escape(v), text) for v in LABEL_VOCABULARY.get(anomaly.label, ())):
+        return True
+    if anomaly.box is not None and rationale.box is not None:
+        return iou(anomaly.box, rationale.box) >= iou_threshold
+    return False
+
+
+def offline_matrix(
+    anomalies: Sequence[Anomaly], rationales: Sequence[Rationale]
+) -> list[list[bool]]:
+    return [[offline_match(a, r) for r in rationales] for a in anomalies]
+
+
+@dataclass(frozen=True)
+class ImageAlignment:
+    """One image's coverage values from its anomaly x rationale hit matrix."""
+
+    human_covered: float | None  # None when the image has no anomaly
+    ai_supported: float | None  # None when the model gave no rationale
+    hits: tuple[bool, ...]  # per anomaly: hit by some rationale
+
+
+def align(matrix: Sequence[Sequence[bool]], n_rationales: int) -> ImageAlignment:
+    hits = tuple(any(row) for row in matrix)
+    covered = sum(hits) / len(hits) if hits else None
+    supported = (
+        sum(any(row[j] for row in matrix) for j in range(n_rationales)) / n_rationales
+        if n_rationales
+        else None
+    )
+    return ImageAlignment(covered, supported, hits)
+
+
+def mean_defined(values: Iterable[float | None], what: str) -> Rate:
+    vals = [v for v in values if v is not None]
+    return Rate(sum(vals) / len(vals), len(vals)) if vals else Rate(None, 0, f"no {what}")
+
+
+def hit_rate_per_label(pairs: Iterable[tuple[str, bool]], labels: Sequence[str]) -> dict[str, Rate]:
+    """(label, hit) per human anomaly -> share hit per label."""
+    n: Counter[str] = Counter()
+    h: Counter[str] = Counter()
+    for lab, hit in pairs:
+        n[lab] += 1
+        h[lab] += bool(hit)
+    return {lab: _rate(h[lab], n[lab], f"{lab} anomalies") for lab in labels}
+
+
+def delta_per_label(
+    images: Sequence[tuple[frozenset[str] | set[str], bool]], labels: Sequence[str]
+) -> dict[str, float | None]:
+    """Eq. 13 at image level: (labels of the image, is a false negative) per generated image."""
+    fn = [ls for ls, miss in images if miss]
+    if not images or not fn:
+        return {lab: None for lab in labels}
+    return {
+        lab: sum(lab in ls for ls in fn) / len(fn)
+        - sum(lab in ls for ls, _ in images) / len(images)
+        for lab in labels
+    }
+
+
+# -- the model judge -------------------------------------------------------------------------
+class Match(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    anomaly: int = Field(description="H-number of the human anomaly")
+    rationale: int = Field(description="R-number of the model rationale")
+
+
+class AlignmentJudgment(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    matches: list[Match] = Field(default_factory=list)
+
+
+def alignment_request(
+    item_id: str,
+    anomalies: Sequence[Anomaly],
+    rationales: Sequence[Rationale],
+    prompts_root: str | Path | None = None,
+) -> ChatRequest:
+    return ChatRequest.from_template(
+        TEMPLATE,
+        item_id,
+        TEMPLATE,
+        prompts_root,
+        response_model=AlignmentJudgment,
+        anomalies="\n".join(f"H{i + 1}. [{a.label}] {a.text}" for i, a in enumerate(anomalies)),
+        rationales="\n".join(f"R{j + 1}. {r.text}" for j, r in enumerate(rationales)),
+        schema=json.dumps(AlignmentJudgment.model_json_schema(), sort_keys=True),
+    )
+
+
+def matrix_from(judgment: AlignmentJudgment, n_anom: int, n_rat: int) -> list[list[bool]]:
+    """Out-of-range numbers in the reply are ignored (they name nothing)."""
+    m = [[False] * n_rat for _ in range(n_anom)]
+    for x in judgment.matches:
+        if 1 <= x.anomaly <= n_anom and 1 <= x.rationale <= n_rat:
+            m[x.anomaly - 1][x.rationale - 1] = True
+    return m
+
+
+class ModelAlignmentJudge:
+    """The paper's judge: one request per image through ``run_chat`` (cache, retries, pool)."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        build_seed: int,
+        cache: ResponseCache | None = None,
+        stage: str = "safeimg",
+        prompts_root: str | Path | None = None,
+    ):
+        self.settings, self.build_seed, self.cache = settings, build_seed, cache
+        self.stage, self.prompts_root = stage, prompts_root
+
+    def judge(
+        self, items: Sequence[tuple[str, Sequence[Anomaly], Sequence[Rationale]]]
+    ) -> list[tuple[list[list[bool]] | None, ChatResult | None]]:
+        """Per item (id, anomalies, rationales): its hit matrix and the call, or (None, result)
+        with the error when the call failed; items with nothing to compare need no call."""
+        from forenset.backends.llm.engine import run_chat
+
+        todo = [(i, it) for i, it in enumerate(items) if it[1] and it[2]]
+        reqs = [alignment_request(it[0], it[1], it[2], self.prompts_root) for _, it in todo]
+        results = run_chat(
+            reqs, self.settings, build_seed=self.build_seed, stage=self.stage, cache=self.cache
+        )
+        out: list[tuple[list[list[bool]] | None, ChatResult | None]] = [
+            ([[False] * len(it[2]) for _ in it[1]], None) for it in items
+        ]
+        for (i, it), res in zip(todo, results, strict=True):
+            if res.ok and isinstance(res.parsed, AlignmentJudgment):
+                out[i] = (matrix_from(res.parsed, len(it[1]), len(it[2])), res)
+            else:
+                out[i] = (None, res)
+        return out

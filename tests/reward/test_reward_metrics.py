@@ -1,0 +1,110 @@
+"""Reward metrics on hand-computed cases: Acc(4)/Acc(2), Elo, Bradley-Terry, votes, agreement."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from forenset.backends.reward.metrics import (
+    Game,
+    acc2,
+    acc4,
+    agreement,
+    bradley_terry,
+    elo_sequence,
+    elo_table,
+    flip,
+    majority,
+    position_shares,
+)
+
+HUMAN = {"t1": "First", "t2": "Second", "t3": "Tie", "t4": "BothBad"}
+
+
+def test_acc4_and_acc2_follow_section_3_5():
+    judge = {"t1": "First", "t2": "First", "t3": "Tie", "t4": None}  # t4 unparsed: wrong
+    assert acc4(judge, HUMAN) == (0.5, 4)  # t1, t3 right
+    assert acc2(judge, HUMAN) == (0.5, 2)  # T2 = {t1, t2}; t1 right
+    perfect_on_clear = {"t1": "First", "t2": "Second", "t3": "BothBad", "t4": "Tie"}
+    assert acc4(perfect_on_clear, HUMAN) == (0.5, 4)
+    assert acc2(perfect_on_clear, HUMAN) == (1.0, 2)
+    assert acc4({}, {}) == (None, 0) and acc2(judge, {"t3": "Tie"}) == (None, 0)
+
+
+def test_one_game_k32_and_the_tie_and_bothbad_rules():
+    assert elo_sequence([Game("a", "b", "First")], "ab") == {"a": 1216.0, "b": 1184.0}
+    assert elo_sequence([Game("a", "b", "Second")], "ab") == {"a": 1184.0, "b": 1216.0}
+    assert elo_sequence([Game("a", "b", "Tie")], "ab") == {"a": 1200.0, "b": 1200.0}
+    assert elo_sequence([Game("a", "b", "BothBad")], "ab") == {"a": 1200.0, "b": 1200.0}
+    assert elo_sequence([Game("a", "b", "First")], "ab", k=10) == {"a": 1205.0, "b": 1195.0}
+    # a tie between unequal players moves the stronger one down: 1216 vs 1184, E_a = 0.546
+    r = elo_sequence([Game("a", "b", "First"), Game("a", "b", "Tie")], "ab")
+    e_a = 1 / (1 + 10 ** ((1184 - 1216) / 400))
+    assert r["a"] == pytest.approx(1216 + 32 * (0.5 - e_a)) and r["a"] < 1216
+
+
+def test_two_games_in_sequence_by_hand():
+    r = elo_sequence([Game("a", "b", "First"), Game("b", "a", "First")], "ab")
+    e_b = 1 / (1 + 10 ** ((1216 - 1184) / 400))  # 0.45404
+    assert r["b"] == pytest.approx(1184 + 32 * (1 - e_b)) == pytest.approx(1201.47, abs=0.01)
+    assert r["a"] == pytest.approx(2400 - r["b"])
+
+
+def test_three_policy_toy_has_the_known_order_and_counts():
+    games = (
+        [Game("a", "b", "First")] * 3
+        + [Game("c", "a", "Second")] * 3  # a shown second, still wins
+        + [Game("b", "c", "First")] * 2
+        + [Game("b", "c", "Tie")]
+        + [Game("a", "c", "BothBad")] * 2  # no game
+    )
+    table = elo_table(games, k=32, shuffles=50, seed=1)
+    assert [r.policy for r in table] == ["a", "b", "c"]
+    by = {r.policy: r for r in table}
+    assert (by["a"].games, by["a"].wins, by["a"].losses, by["a"].ties) == (6, 6, 0, 0)
+    assert (by["b"].games, by["b"].wins, by["b"].losses, by["b"].ties) == (6, 2, 3, 1)
+    assert (by["c"].games, by["c"].wins, by["c"].losses, by["c"].ties) == (6, 0, 5, 1)
+    assert by["a"].both_bad == 2 and by["b"].both_bad == 0
+    assert by["a"].win_rate == 1.0 and by["b"].win_rate == pytest.approx(2.5 / 6)
+    assert by["a"].bt > by["b"].bt > by["c"].bt
+    assert sum(r.elo for r in table) == pytest.approx(3 * 1200)  # Elo is zero-sum
+
+
+def test_elo_mean_and_bradley_terry_do_not_depend_on_game_order():
+    games = [Game("a", "b", "First"), Game("b", "c", "Second"), Game("c", "a", "Tie")] * 4
+    games += [Game("a", "c", "Second"), Game("b", "a", "First")]
+    one = elo_table(games, shuffles=20, seed=3)
+    other = elo_table(list(reversed(games)), shuffles=20, seed=3)
+    assert [(r.policy, r.elo, r.bt) for r in one] == [(r.policy, r.elo, r.bt) for r in other]
+    # while a single sequential pass does depend on the order
+    assert elo_sequence(games, "abc") != elo_sequence(list(reversed(games)), "abc")
+
+
+def test_bradley_terry_is_symmetric_and_finite():
+    even = bradley_terry([Game("a", "b", "First"), Game("a", "b", "Second")], "ab")
+    assert even["a"] == pytest.approx(1200) and even["b"] == pytest.approx(1200)
+    unbeaten = bradley_terry([Game("a", "b", "First")] * 5, "ab")
+    assert math.isfinite(unbeaten["a"]) and unbeaten["a"] > 1200 > unbeaten["b"]
+    assert unbeaten["a"] - 1200 == pytest.approx(1200 - unbeaten["b"])
+    assert bradley_terry([], "ab") == {"a": 1200.0, "b": 1200.0}
+
+
+def test_majority_vote_agreement_and_position_shares():
+    assert majority(["First", "First", "Second"]).label == "First"
+    tie = majority(["First", "Second"])
+    assert tie.label is None and tie.tied and tie.counts == {"First": 1, "Second": 1}
+    assert majority([]).label is None and not majority([]).tied
+    ag = agreement(
+        {
+            "t1": {"x": "First", "y": "First"},
+            "t2": {"x": "First", "y": "Tie"},
+            "t3": {"x": "Second", "y": "First"},
+            "t4": {"x": "BothBad"},  # one annotator: no pair
+        }
+    )
+    assert ag == {"agree4": 1 / 3, "pairs4": 3, "agree_clear": 0.5, "pairs_clear": 2}
+    s = position_shares(["First", "First", "Second", "Tie", None])
+    assert s["n"] == 4 and s["share_First"] == 0.5 and s["share_BothBad"] == 0.0
+    assert s["position_bias"] == pytest.approx(2 / 3 - 0.5)
+    assert flip("First") == "Second" and flip("Tie") == "Tie" and flip(None) is None

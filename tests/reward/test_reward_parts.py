@@ -1,0 +1,88 @@
+"""Reply parsers, the rubric judge, the simulated annotator rule and round-robin pairing."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from forenset.backends.reward.replies import parse_judge, parse_policy
+from forenset.backends.reward.rubric import RuleJudge, quality, rubric_score, simulate_annotator
+from forenset.tasks.reward_triplets import round_robin
+
+GROUNDED = (
+    "Fake. The lower left region (x 0.10-0.35, y 0.60-0.90) shows noise residual energy 3.1 "
+    "sigma below the rest of the image and a smooth texture with soft edges, which inpainting "
+    "leaves behind, so the image is judged manipulated."
+)
+SHALLOW = "Real. Looks fine."
+CONTRADICTS = (
+    "Fake. The lighting and the shadows in the left corner are consistent, the texture and "
+    "noise look like a camera's, so the image is real."
+)
+
+
+def test_policy_parser_reads_the_one_word_verdict_first():
+    assert parse_policy("**Fake**. The hands have six fingers.") == (
+        "fake", "The hands have six fingers.", None,
+    )  # fmt: skip
+    assert parse_policy("real\n\nA normal street.").verdict == "real"
+    bad = parse_policy("The image is fake.")
+    assert bad.verdict is None and "'The'" in bad.reason and "'real' or 'fake'" in bad.reason
+    assert parse_policy("").verdict is None and parse_policy(None).reason
+
+
+def test_judge_parser_reads_the_four_choices():
+    assert parse_judge("First. It names the artifact.") == ("First", "It names the artifact.", None)
+    assert parse_judge("**Second**: better").choice == "Second"
+    assert parse_judge("tie - both fine").choice == "Tie"
+    for both in ("BothBad: neither", "Both Bad. neither", "both-bad", "Both_bad"):
+        assert parse_judge(both).choice == "BothBad", both
+    bad = parse_judge("I prefer the first one.")
+    assert bad.choice is None and "First, Second, Tie or BothBad" in bad.reason
+    assert parse_judge("Firstly, ...").choice is None  # a word that merely starts alike
+
+
+def test_rubric_orders_grounded_over_shallow_and_punishes_contradiction():
+    g, s, c = rubric_score(GROUNDED), rubric_score(SHALLOW), rubric_score(CONTRADICTS)
+    assert g > c and g > s
+    assert rubric_score("No verdict here, just words about noise.") == 0.0
+    assert rubric_score(CONTRADICTS.replace("so the image is real", "so it is fake")) > c
+    judge = RuleJudge()
+    assert judge.judge(GROUNDED, SHALLOW)[0] == "First"
+    assert judge.judge(SHALLOW, GROUNDED)[0] == "Second"
+    assert judge.judge(GROUNDED, GROUNDED)[0] == "Tie"
+    assert judge.judge(SHALLOW, "Real. Fine.")[0] == "BothBad"
+    assert "vs" in judge.judge(GROUNDED, SHALLOW)[1]
+
+
+def test_simulated_annotator_follows_the_noisy_rule():
+    assert quality(GROUNDED, "fake") > quality(GROUNDED, "real")
+    quiet = [
+        simulate_annotator(GROUNDED, SHALLOW, "fake", np.random.default_rng(i), 0.0, 0.0)
+        for i in range(20)
+    ]
+    assert {c for c, _ in quiet} == {"First"} and all(t > 10 for _, t in quiet)
+    noisy = [
+        simulate_annotator(GROUNDED, SHALLOW, "fake", np.random.default_rng(i), 1.0, 1.0)
+        for i in range(200)
+    ]
+    assert set(Counter(c for c, _ in noisy)) == {"First", "Second", "Tie", "BothBad"}
+    assert all(3 <= t <= 10 for _, t in noisy)  # rushed: all under the 15 s floor
+
+
+def test_round_robin_balances_pairs_and_policies():
+    answered = {f"img{i}": ["a", "b", "c", "d"] for i in range(8)}
+    pairs = round_robin(answered, 3, seed=1)
+    assert len(pairs) == 24
+    assert set(Counter(p for _, p in pairs).values()) == {4}  # 6 pairs x 4: every pair meets
+    assert set(Counter(x for _, p in pairs for x in p).values()) == {12}
+    for img in answered:  # no pair twice on one image
+        mine = [p for i, p in pairs if i == img]
+        assert len(mine) == len(set(mine)) == 3
+    assert pairs == round_robin(dict(reversed(answered.items())), 3, seed=1)
+    # a policy that answered only some images is paired wherever it can be
+    partial = {**answered, "img0": ["a", "b", "c", "d", "h"], "img1": ["a", "b", "c", "d", "h"]}
+    got = round_robin(partial, 3, seed=1)
+    assert sum("h" in p for _, p in got) == 6
+    assert round_robin({"x": ["a", "b"]}, 3, seed=0) == [("x", ("a", "b"))]
