@@ -319,7 +319,12 @@ class Scheduler:
         self.write_state("running")
         for s in self.stages.values():
             if not s.inputs:
-                for spec in s.plan_sources():
+                try:
+                    specs = s.plan_sources()
+                except ConfigurationError as e:  # a bad listing (sources:, external generators)
+                    self.write_state("failed")
+                    raise BuildFailed(f"{s.name}: {e}") from None
+                for spec in specs:
                     self.offer(spec)
         self.dispatch_queued()
         while self._pending():

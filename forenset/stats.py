@@ -39,6 +39,13 @@ QUERIES: dict[str, str] = {
     "edit_family_balance": """
         SELECT family, kind, count(*) AS n, round(count(*) / sum(count(*)) OVER (), 3) AS share
         FROM instructions WHERE status = 'ok' GROUP BY 1, 2 ORDER BY 1, 2""",
+    # an instruction reaches only the generators that execute its kind (backends' edit_kinds)
+    "edits_by_kind_and_generator": """
+        SELECT c.kind, c.generator, count(*) AS candidates,
+               sum(CASE WHEN c.status = 'ok' THEN 1 ELSE 0 END) AS ok,
+               sum(CASE WHEN v.keep THEN 1 ELSE 0 END) AS kept
+        FROM candidates c LEFT JOIN verdicts v ON v.candidate_id = c.candidate_id AND v.status = 'ok'
+        WHERE c.kind IS DISTINCT FROM 't2i' GROUP BY 1, 2 ORDER BY 1, 2""",
     "prompts_by_category": """
         SELECT category, count(*) AS prompts, count(DISTINCT media_form) AS media_forms
         FROM prompts WHERE status = 'ok' GROUP BY 1 ORDER BY 1""",

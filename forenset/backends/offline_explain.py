@@ -38,6 +38,9 @@ PLAIN = {
     "lighting": "the light on it does not match the rest of the picture",
     "splice": "it looks cut out from another picture and pasted in",
 }
+# kinds without a classical signature (model edits, imported edits): say only what differs
+OTHER_EVIDENCE = "its local detail and texture differ from the original photograph there"
+OTHER_PLAIN = "it looks different from the rest of the picture"
 
 
 def leaks(text: str) -> list[str]:
@@ -52,7 +55,8 @@ def mentioned(text: str, entities: list[str]) -> list[str]:
 def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int = 0) -> str:
     t, loc, kind = ins["target"], ins["location_hint"], ins["kind"]
     main = [d for d in diffs if d.get("change_type") != "artifact"]
-    parts = [f"The {t} at the {loc} shows signs of manipulation: {KIND_EVIDENCE[kind]}."]
+    evidence = KIND_EVIDENCE.get(kind, OTHER_EVIDENCE)
+    parts = [f"The {t} at the {loc} shows signs of manipulation: {evidence}."]
     for d in main[:2]:
         parts.append(
             f"A {d['change_type']} covers about {d['area'] * 100:.1f}% of the frame at the "
@@ -73,8 +77,8 @@ def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int 
 def simple_fake(ins: dict[str, Any], complex_text: str, variant: int = 0) -> str:
     t, loc, kind = ins["target"], ins["location_hint"], ins["kind"]
     if variant % 2 == 0:
-        return f"This picture was changed. Look at the {t} at the {loc}: {PLAIN[kind]}."
-    return f"The {t} at the {loc} gives it away: {PLAIN[kind]}, so the picture was edited."
+        return f"This picture was changed. Look at the {t} at the {loc}: {PLAIN.get(kind, OTHER_PLAIN)}."
+    return f"The {t} at the {loc} gives it away: {PLAIN.get(kind, OTHER_PLAIN)}, so the picture was edited."
 
 
 def noise_sigma(grey: np.ndarray) -> float:

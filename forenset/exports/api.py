@@ -8,12 +8,19 @@ from typing import Any
 
 import yaml
 
-from forenset.exports.data import balanced, default_out, load_samples, select, write_atomic
+from forenset.exports.data import (
+    balanced,
+    default_out,
+    load_samples,
+    select,
+    train_subset,
+    write_atomic,
+)
 from forenset.exports.fakebench import export_fakebench
 from forenset.exports.hf import export_hf
 from forenset.exports.labelstudio import export_labelstudio
 from forenset.exports.settings import FORMATS, ExportSettings, parse_eval_subset
-from forenset.exports.sft import export_sft
+from forenset.exports.sft import export_sft, has_both_tracks
 from forenset.store.run_store import RunStore
 
 
@@ -72,6 +79,8 @@ def run_export(
     rows = select(rows, parse_eval_subset(st.eval_subset), seed)
     if fmt == "sft" and st.balanced:
         rows = balanced(rows, seed)
+    if fmt == "sft" and st.train_fraction is not None:
+        rows = train_subset(rows, st.train_fraction, seed, has_both_tracks)
     if fmt == "hf":
         res = export_hf(
             store,

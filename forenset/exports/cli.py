@@ -48,6 +48,13 @@ def export_cmd(
     seed: Annotated[
         int | None, typer.Option(help="Sampling seed (default: the build seed).")
     ] = None,
+    train_fraction: Annotated[
+        float | None,
+        typer.Option(
+            "--train-fraction",
+            help="SFT: this share of the training split, half real and half fake (App. 16: 0.5).",
+        ),
+    ] = None,
 ) -> None:
     """Export the dataset in one format, reading the stage tables of RUN_DIR."""
     from pydantic import ValidationError
@@ -56,8 +63,12 @@ def export_cmd(
     from forenset.exports.settings import ExportSettings
 
     try:
-        st = ExportSettings(eval_subset=eval_subset, balanced=balanced, seed=seed)
-    except ValidationError:
+        st = ExportSettings(
+            eval_subset=eval_subset, balanced=balanced, seed=seed, train_fraction=train_fraction
+        )
+    except ValidationError as e:
+        if any(err["loc"] == ("train_fraction",) for err in e.errors()):
+            _fail(f"--train-fraction must be in (0, 1] (got {train_fraction!r})")
         _fail(f"--eval-subset must look like N_FAKE:M_REAL (got {eval_subset!r})")
     store = _store(run_dir)
     try:

@@ -133,6 +133,20 @@ def balanced(samples: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
     return sorted(out, key=lambda s: (s["split"], s["sample_id"]))
 
 
+def train_subset(
+    samples: list[dict[str, Any]], fraction: float, seed: int, eligible: Any = None
+) -> list[dict[str, Any]]:
+    """App. 16's fine-tuning set: ``fraction`` of the training split, half real and half fake
+    (each half capped by what there is, then both cut to the smaller), chosen by seeded rank
+    among the ``eligible`` samples; the other splits are kept whole."""
+    train = [s for s in samples if s["split"] == "train" and (eligible is None or eligible(s))]
+    per_label = int(round(fraction * sum(s["split"] == "train" for s in samples) / 2))
+    n = min(per_label, *(sum(s["label"] == lab for s in train) for lab in ("real", "fake")))
+    chosen = _take(train, {"fake": n, "real": n}, seed, "train_subset")
+    rest = [s for s in samples if s["split"] != "train"]
+    return sorted(chosen + rest, key=lambda s: (s["split"], s["sample_id"]))
+
+
 def _take(
     samples: list[dict[str, Any]], quota: dict[str, int], seed: int, purpose: str
 ) -> list[dict[str, Any]]:

@@ -21,6 +21,8 @@ class ExportSettings(BaseModel):
         None, pattern=r"^\d+:\d+$"
     )  # "N:M" = N fakes + M reals per split (all when fewer)
     balanced: bool = False  # SFT: equal real and fake counts per split
+    # SFT (XPlainVerse App. 16): this share of the training split, half real / half fake
+    train_fraction: float | None = Field(None, gt=0, le=1)
     seed: int | None = None  # sampling seed; None: the build seed
     rows_per_group: int = Field(100, ge=1)  # HF Parquet row-group size
     rows_per_file: int = Field(5000, ge=1)  # HF Parquet shard size

@@ -65,14 +65,16 @@ GeneratorPool = Annotated[list[GeneratorConfig], AfterValidator(_unique_names)]
 
 
 class Candidates(Stage):
-    """Edits (instructions x edit generators) and text-to-image images (prompts x t2i generators)."""
+    """Edits (instructions x edit generators), text-to-image images (prompts x t2i generators)
+    and imported edits made elsewhere (captioned photos x ``external`` generators)."""
 
     name = "candidates"
     version = "2"
-    inputs = ("instructions", "prompts")
+    inputs = ("instructions", "prompts", "captions")
     input_columns = {
         "instructions": ("instruction_id", "image_id", "blob", "caption") + EDIT_FIELDS,
         "prompts": PROMPT_FIELDS + ("scenario",),
+        "captions": ("image_id", "blob", "caption"),
     }
     config_model = GeneratorPool
     config_key = "generators"
@@ -82,22 +84,32 @@ class Candidates(Stage):
     partition_by = ("generator",)
 
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
-        task = "t2i" if upstream.stage == "prompts" else "edit"
+        task = {"prompts": "t2i", "captions": "import"}.get(upstream.stage, "edit")
         prefix = T2I_PREFIX if task == "t2i" else ""
-        return [
-            self.spec(
-                prefix + upstream.shard_id,
-                {"generator": g.name},
-                [upstream],
-                {
-                    "generator": g.model_dump(mode="json"),
-                    "task": task,
-                    "fingerprint": g.fingerprint(),
-                },
+        specs = []
+        for g in self.cfg:
+            mode = task  # an importing generator (external edits) reads the captioned photos
+            if mode not in g.tasks():
+                continue
+            extra = {}
+            if mode == "import":  # a changed listing recomputes the imports
+                from forenset.backends.image.external import listing_id
+
+                extra["listing"] = listing_id(g)
+            specs.append(
+                self.spec(
+                    prefix + upstream.shard_id,
+                    {"generator": g.name},
+                    [upstream],
+                    {
+                        "generator": g.model_dump(mode="json"),
+                        "task": mode,
+                        "fingerprint": g.fingerprint(),
+                        **extra,
+                    },
+                )
             )
-            for g in self.cfg
-            if task in g.tasks()
-        ]
+        return specs
 
     def stage_config(self) -> dict[str, Any]:
         """Nothing pool-wide: each shard's params carry its own generator's fingerprint, so
@@ -116,6 +128,8 @@ class Candidates(Stage):
         try:
             if shard.params.get("task") == "t2i":
                 return self.generate(batch, shard)
+            if shard.params.get("task") == "import":
+                return self.imported(batch, shard)
             return self.edit(batch, shard)
         except ConfigurationError as e:  # name the generator: the user fixes it in its block
             raise ConfigurationError(f"generator {shard.partition['generator']}: {e}") from None
@@ -182,7 +196,8 @@ class Candidates(Stage):
     def edit(self, batch: pa.Table, shard: ShardSpec) -> pa.Table:
         gcfg = GeneratorConfig.model_validate(shard.params["generator"])
         backend = backend_for(gcfg)
-        rows = batch.to_pylist()
+        kinds = gcfg.edit_kinds()  # an instruction goes only to generators that can execute it
+        rows = [r for r in batch.to_pylist() if r["kind"] in kinds]
         store = self.ctx.store
         reqs, metas = [], []
         for r in rows:
@@ -212,3 +227,65 @@ class Candidates(Stage):
             }
             out.append(self.result_row(base, res, backend.name, gcfg, seed))
         return self.to_table(out)
+
+    def imported(self, batch: pa.Table, shard: ShardSpec) -> pa.Table:
+        """Edits made elsewhere (an ``external`` generator) of this shard's photos, resized to
+        the normalised source photo; bad rows are error rows with the backend's reason."""
+        gcfg = GeneratorConfig.model_validate(shard.params["generator"])
+        backend = backend_for(gcfg)
+        photos: dict[str, dict[str, Any]] = {}
+        for r in batch.to_pylist():
+            photos.setdefault(r["image_id"], r)
+        out = []
+        for image_id, rec, res in backend.imports(list(photos)):  # type: ignore[attr-defined]
+            photo = photos[image_id]
+            ins = external_instruction(rec)
+            instruction_id = f"{image_id}-x{rec['row']}"
+            base = {
+                "candidate_id": f"{instruction_id}-{gcfg.name}",
+                "instruction_id": instruction_id,
+                "image_id": image_id,
+                "generator": gcfg.name,
+                "generator_family": gcfg.family,
+                "source_blob": photo["blob"],
+                "caption": photo["caption"],
+                "instruction": dumps(ins),
+                "kind": ins["kind"],
+                "family": ins["family"],
+            }
+            if res.image is not None:
+                src = Image.open(io.BytesIO(self.ctx.store.get_blob(photo["blob"])))
+                if res.image.size != src.size:
+                    res.image = res.image.resize(src.size, Image.LANCZOS)
+            seed = derive_seed(self.ctx.seed, self.name, gcfg.name, instruction_id)
+            out.append(self.result_row(base, res, backend.name, gcfg, seed))
+        return self.to_table(out)
+
+
+def external_instruction(rec: dict[str, Any]) -> dict[str, Any]:
+    """The edit record of an imported edit: its instruction text, and the kind and target when
+    the listing names them. Without a listed box the change region is the whole frame (the
+    rule judge then sees no off-target area and rates a small edit as partial); kind and family
+    are 'external' unless the listing names a kind."""
+    from forenset.text.models import ALL_KINDS, FAMILY_KINDS
+
+    kind = rec.get("kind") if rec.get("kind") in ALL_KINDS else "external"
+    order = ("object", "geometry", "scene", "person")  # a person-only kind names a person edit
+    family = next((f for f in order if kind in FAMILY_KINDS[f]), "external")
+    text = rec.get("instruction") or ""
+    box = list(rec.get("bbox") or FULL_FRAME)
+    return {
+        "text": text,
+        "family": family,
+        "kind": kind,
+        "target": rec.get("target") or "edited area",
+        "location_hint": "full frame" if box == list(FULL_FRAME) else "listed box",
+        "bbox": box,
+        "change_bbox": box,
+        "expected_change": text,
+        "difficulty": 3,
+        "params": {"external_generator": rec.get("generator"), "row": rec.get("row")},
+    }
+
+
+FULL_FRAME = (0.0, 0.0, 1.0, 1.0)

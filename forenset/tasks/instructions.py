@@ -51,20 +51,14 @@ from forenset.text.models import ALL_KINDS, DifficultyRatings, EditInstructionSe
 
 
 class InstructionsConfig(ModelStageConfig):
-    """Edit sets per image. ``kinds`` are kind weights: a kind missing or 0 is never asked for,
-    so by default only what the offline editor executes is generated (also by an LLM)."""
+    """Edit sets per image: 2-4 edits (XPlainVerse Step 1). ``kinds`` are kind weights: a kind
+    missing or 0 is never asked for. Unset (the default), the kinds are what the generator
+    pool executes (each backend's ``edit_kinds``): the offline editor's seven, every kind the
+    paper names once a diffusers or API editor is in the pool."""
 
     min_edits: int = Field(2, ge=1, le=8)
-    max_edits: int = Field(3, ge=1, le=8)
-    kinds: dict[str, float] = {
-        "copy_move": 1.0,
-        "removal": 1.0,
-        "recolor": 1.0,
-        "local_warp": 1.0,
-        "liquify": 1.0,
-        "splice": 1.0,
-        "lighting": 1.0,
-    }
+    max_edits: int = Field(4, ge=1, le=8)
+    kinds: dict[str, float] | None = None
     family_weights: dict[str, float] = {"object": 0.4, "geometry": 0.2, "scene": 0.2, "person": 0.2}
     rate_difficulty_with_llm: bool = True  # LLM path: instruction_difficulty template
 
@@ -403,6 +397,11 @@ class InstructionsModel(ModelStrategy):
         def check(reply: EditInstructionSet) -> list[str]:
             got = [x.model_dump() for x in reply.instructions]
             problems = validate_instructions(got, caption, tcfg, regions)
+            problems += [  # a kind no generator of the pool executes would make no candidate
+                f"{i}: kind {x['kind']!r} is not in the table of allowed kinds"
+                for i, x in enumerate(got)
+                if tcfg.kind_weights.get(x["kind"], 0.0) <= 0
+            ]
             return problems + self.ground(got, regions, donors, self.ground_rng(row["image_id"]))[1]
 
         return req, check, regions, donors
@@ -501,12 +500,25 @@ class Instructions(StrategyStage):
     model_strategy = InstructionsModel
 
     def stage_config(self) -> dict[str, Any]:
-        return model_stage_config(self.cfg, TEMPLATES)
+        return {**model_stage_config(self.cfg, TEMPLATES), "kinds": self.kind_weights()}
+
+    def kind_weights(self) -> dict[str, float]:
+        """``kinds`` as configured, or 1 for every kind some edit generator of the pool
+        executes (every kind when the pool has no edit generator)."""
+        if self.cfg.kinds is not None:
+            return dict(self.cfg.kinds)
+        pool = getattr(self.ctx.config, "generators", None) or []
+        kinds: set[str] = set()
+        for g in pool:
+            if "edit" in g.tasks():
+                kinds |= g.edit_kinds()
+        return {k: 1.0 for k in sorted(kinds or ALL_KINDS)}
 
     def text_config(self, splice: bool = True) -> InstructionConfig:
         """The text package's quotas from the stage config (kinds are weights; 0 = never)."""
         c = self.cfg
-        kw = {k: float(c.kinds.get(k, 0.0)) for k in ALL_KINDS}
+        weights = self.kind_weights()
+        kw = {k: float(weights.get(k, 0.0)) for k in ALL_KINDS}
         if not splice:
             kw["splice"] = 0.0
         return InstructionConfig(

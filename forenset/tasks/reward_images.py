@@ -153,10 +153,12 @@ def read_tagged(stage: Stage, shard: ShardSpec) -> pa.Table:
 
 
 def square(img: np.ndarray, size: int) -> Image.Image:
-    """Centre square crop (App. B: cropping hides framing cues), scaled down to ``size``."""
+    """Centre square crop (App. B: cropping hides framing cues), scaled down to ``size``. The
+    offsets are rounded down to multiples of 8 so the crop keeps a JPEG source's 8x8 block grid:
+    a shifted grid is itself a trace that forensic detectors read as processing."""
     h, w = img.shape[:2]
     s = min(h, w)
-    y0, x0 = (h - s) // 2, (w - s) // 2
+    y0, x0 = (h - s) // 2 // 8 * 8, (w - s) // 2 // 8 * 8
     out = Image.fromarray(img[y0 : y0 + s, x0 : x0 + s])
     return out.resize((size, size), Image.Resampling.LANCZOS) if s > size else out
 
@@ -181,13 +183,17 @@ class RewardImages(Stage):
         """What decides which photos and caption groups exist (every shard's fingerprint)."""
         c = self.rcfg
         return {
+            "enabled": c.enabled,
             "images": c.images,
             "image_size": c.image_size,
             "generators": [g.name for g in c.generators],
         }
 
     def spec(self, shard_id, partition, inputs, params, config=None):  # type: ignore[override]
+        """A generator's shard is fingerprinted by the selection and that generator only."""
         gen = params.get("generator")
+        if gen is None:
+            return super().spec(shard_id, partition, inputs, params, config)
         own: dict[str, Any] = {"selection": self.selection()}
         if gen and gen != REAL:
             own["generator"] = self.generator(gen).fingerprint()

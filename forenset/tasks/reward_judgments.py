@@ -66,6 +66,9 @@ class RewardJudgments(Stage):
         return {"judges": [judge_config(j, self.rcfg.swap) for j in self.rcfg.judges]}
 
     def spec(self, shard_id, partition, inputs, params, config=None):  # type: ignore[override]
+        """A judge's shard is fingerprinted by that judge (and ``swap``) only."""
+        if "judge" not in params:
+            return super().spec(shard_id, partition, inputs, params, config)
         own = judge_config(self.judge(params["judge"]), self.rcfg.swap)
         return super().spec(shard_id, partition, inputs, params, config=own)
 

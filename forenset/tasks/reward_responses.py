@@ -83,6 +83,10 @@ class RewardResponses(Stage):
         return {"policies": [policy_config(p) for p in self.rcfg.policies]}
 
     def spec(self, shard_id, partition, inputs, params, config=None):  # type: ignore[override]
+        """A policy's shard is fingerprinted by that policy only: adding or changing one policy
+        leaves the others' responses alone."""
+        if "policy" not in params:
+            return super().spec(shard_id, partition, inputs, params, config)
         own = {"policy": policy_config(self.policy(params["policy"]))}
         return super().spec(shard_id, partition, inputs, params, config=own)
 

@@ -2,7 +2,8 @@
 
 ``triplets_per_image`` triplets per image (the paper: 3), pairs drawn round-robin: images in a
 seeded order, and for each the pairs of policies that answered it taken least-used first (then
-the pair whose policies were used least, then a seeded draw). With every policy answering every
+the pair whose policies answered the fewest images, then the pair whose policies were used
+least, then a seeded draw). With every policy answering every
 image, each pair recurs equally often, so every policy appears equally often and meets every
 other; a policy that answered only some images (a human baseline) is paired first where it can
 be. The two responses' order is scrambled per triplet (``swapped``: shown in reverse name order)
@@ -33,6 +34,7 @@ def round_robin(
     the policies that answered it, least-used pair first (module docstring)."""
     pair_n: Counter[tuple[str, str]] = Counter()
     pol_n: Counter[str] = Counter()
+    coverage = Counter(p for ps in answered.values() for p in ps)  # images each policy answered
     out = []
     for image in sorted(answered, key=lambda i: (derive_seed(seed, "pairing", i), i)):
         cands = list(combinations(sorted(answered[image]), 2))
@@ -41,6 +43,7 @@ def round_robin(
                 cands,
                 key=lambda pq: (
                     pair_n[pq],
+                    coverage[pq[0]] + coverage[pq[1]],  # a policy with few answers first
                     pol_n[pq[0]] + pol_n[pq[1]],
                     derive_seed(seed, "pairing", image, *pq),
                 ),

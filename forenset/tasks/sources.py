@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import csv
 import hashlib
+import posixpath
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -12,7 +12,9 @@ import numpy as np
 import yaml
 from pydantic import Field
 
+from forenset import readers
 from forenset.confbase import Strict, operational
+from forenset.errors import ConfigurationError
 from forenset.images import BadImage, encode_png, normalise
 from forenset.schemas.sources import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec, StageRowError, dumps
@@ -24,14 +26,37 @@ class SourcesConfig(Strict):
     folder adds shards and recomputes none."""
 
     samples: Literal["all", "none"] | list[str] = operational("all")
-    folders: list[str] = operational([])
-    csv: list[str] = operational([])  # CSV with columns path[,caption,license]
+    folders: list[str] = operational([])  # fsspec URIs (local paths, file://, s3://, memory://)
+    csv: list[str] = operational([])  # fsspec URIs of CSVs with columns path[,caption,license]
+    # hf:PATH (a Hugging Face dataset saved with save_to_disk) or coco:PATH (COCO caption JSON)
+    datasets: list[str] = operational([])
+    hf_image_column: str = operational("image")
+    hf_caption_column: str = operational("caption")
+    hf_license_column: str = operational("license")
     extensions: list[str] = operational(
         [".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp", ".gif"]
     )
     max_side: int = Field(512, ge=16, le=8192)  # normalised images are capped to this side
     max_pixels: int = Field(40_000_000, ge=1024)  # larger headers are refused (decompression bombs)
     max_file_mb: float = Field(64, gt=0)
+
+
+def external_source_items(config: Any) -> list[dict[str, Any]]:
+    """The source photos of the pool's ``external`` generators (edited images made elsewhere),
+    each listed once, so they are captioned, split and explained like any other photo."""
+    from forenset.backends.image.external import source_uris
+
+    out = []
+    for gen in getattr(config, "generators", None) or []:
+        if gen.backend != "external":
+            continue
+        for uri in source_uris(gen):
+            name = posixpath.basename(uri)
+            if uri.startswith(readers.HF):  # hf:PATH#ROW/COLUMN -> folder#ROW/COLUMN
+                path, _, ref = uri.rpartition("#")
+                name = f"{posixpath.basename(path.rstrip('/'))}#{ref}"
+            out.append({"source": "external", "name": name, "uri": uri, "generator": gen.name})
+    return out
 
 
 SAMPLES_FILE = Path(__file__).resolve().parent.parent / "data" / "samples.yaml"
@@ -90,59 +115,93 @@ class Sources(RowStage):
             known = {s["name"] for s in sample_manifest()}
             missing = [w for w in wanted if w not in known]
             if missing:
-                raise ValueError(f"unknown sample photo(s): {', '.join(missing)}")
+                raise ConfigurationError(f"unknown sample photo(s): {', '.join(missing)}")
         exts = {e.lower() for e in c.extensions}
         for folder in c.folders:
-            root = Path(folder)
-            if not root.is_dir():
-                raise FileNotFoundError(f"source folder {folder} does not exist")
-            for p in sorted(root.rglob("*")):
-                if p.is_file() and (p.suffix.lower() in exts or not p.suffix):
-                    items.append({"source": "folder", "name": p.name, "uri": str(p)})
+            for uri in readers.list_files(folder, exts):
+                items.append({"source": "folder", "name": posixpath.basename(uri), "uri": uri})
         for table in c.csv:
-            base = Path(table).parent
-            with open(table, newline="") as f:
-                for rec in csv.DictReader(f):
-                    path = Path(rec["path"])
-                    path = path if path.is_absolute() else base / path
-                    items.append(
-                        {
-                            "source": "csv",
-                            "name": path.name,
-                            "uri": str(path),
-                            "caption": rec.get("caption") or None,
-                            "license": rec.get("license") or None,
-                        }
-                    )
+            base = readers.parent(table)
+            for rec in readers.read_csv(table, ("path",)):
+                uri = readers.join(base, rec["path"])
+                items.append(
+                    {
+                        "source": "csv",
+                        "name": posixpath.basename(uri),
+                        "uri": uri,
+                        "caption": rec.get("caption") or None,
+                        "license": rec.get("license") or None,
+                    }
+                )
+        for ds in c.datasets:
+            items.extend(self.dataset_items(ds))
+        items.extend(external_source_items(self.ctx.config))
         return items
+
+    def dataset_items(self, ds: str) -> list[dict[str, Any]]:
+        """Items of one ``datasets:`` entry (hf:PATH or coco:PATH)."""
+        c = self.cfg
+        if ds.startswith(readers.COCO):
+            return [
+                {"source": "coco", **{k: r[k] for k in ("name", "uri", "caption", "license")}}
+                for r in readers.coco_records(ds[len(readers.COCO) :])
+            ]
+        if ds.startswith(readers.HF):
+            path = ds[len(readers.HF) :]
+            out = []
+            for i, r in enumerate(readers.hf_records(path, (c.hf_image_column,))):
+                uri = r[c.hf_image_column] or f"{readers.HF}{path}#{i}/{c.hf_image_column}"
+                cap, lic = r.get(c.hf_caption_column), r.get(c.hf_license_column)
+                out.append(
+                    {
+                        "source": "hf",
+                        "name": f"{posixpath.basename(path.rstrip('/'))}#{i}",
+                        "uri": uri,
+                        "caption": str(cap) if cap else None,
+                        "license": str(lic) if lic else None,
+                    }
+                )
+            return out
+        raise ConfigurationError(
+            f"sources.datasets entry {ds!r} must start with hf: (a dataset saved on disk) "
+            "or coco: (COCO caption JSON)"
+        )
 
     def read_item(self, item: dict[str, Any]) -> bytes:
         uri = item["uri"]
         if uri.startswith("sample://"):
             return load_sample_bytes(uri.removeprefix("sample://"))
         limit = int(self.cfg.max_file_mb * 1024 * 1024)
-        p = Path(uri)
-        if p.stat().st_size > limit:
-            raise StageRowError(f"file is larger than max_file_mb ({p.stat().st_size} bytes)")
-        return p.read_bytes()
+        size = readers.size_of(uri)
+        if size is not None and size > limit:
+            raise StageRowError(f"file is larger than max_file_mb ({size} bytes)")
+        data = readers.read_uri(uri)
+        if len(data) > limit:
+            raise StageRowError(f"file is larger than max_file_mb ({len(data)} bytes)")
+        return data
 
     def plan_sources(self) -> list[ShardSpec]:
         """Hash every item up front so ids are content based and duplicates are found globally."""
         items = self.list_items()
         seen: dict[str, str] = {}
+        kept: list[dict[str, Any]] = []
         for it in items:
             try:
                 data = self.read_item(it)
                 sha = hashlib.sha256(data).hexdigest()
-            except (OSError, StageRowError) as e:
+            except (OSError, StageRowError, KeyError, IndexError) as e:
                 sha = hashlib.sha256(f"unreadable:{it['uri']}".encode()).hexdigest()
                 it["read_error"] = str(e)
             it["sha256"] = sha
             it["image_id"] = f"img-{sha[:16]}"
             if sha in seen:
+                if it["source"] == "external":
+                    continue  # several imported edits of one photo: the photo is listed once
                 it["duplicate_of"] = seen[sha]
             else:
                 seen[sha] = it["image_id"]
+            kept.append(it)
+        items = kept
         size = self.ctx.config.shard_size
         specs = []
         for n, start in enumerate(range(0, len(items), size)):

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.runtime",
         "forenset.text",
         "forenset.perturbations",
+        "forenset.readers",
     ),
     ("forenset.store.run_store", "forenset.store"),
     ("forenset.stages",),

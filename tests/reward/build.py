@@ -55,3 +55,7 @@ def copied_build(dest: Path) -> Path:
 
 def store() -> RunStore:
     return RunStore(str(offline_build()[0]))
+
+
+# The stages a change of ``reward.labels`` must leave alone.
+STAGES_AFTER_LABELS = ("reward_images", "reward_responses", "reward_triplets", "reward_judgments")

@@ -169,3 +169,51 @@ def test_rerun_does_no_work_and_changing_k_rescores_only():
     assert executed["reward_scores"] == 1 and all(executed[s] == 0 for s in STAGES[:-1])
     _, _, executed = run_local(validate_config(reward_config(run)))  # back to the shared state
     assert executed["reward_scores"] == 1
+
+
+def test_human_written_baseline_is_imported_paired_and_ranked(tmp_path):
+    """Table 5: written responses as one more policy; only its shard and what follows run."""
+    from tests.reward.build import REWARD, copied_build
+
+    run = copied_build(tmp_path / "run")
+    images = sorted(r["reward_image_id"] for r in ok("reward_images"))
+    lines = [
+        json.dumps({"sample_id": images[0], "answer": "fake", "explanation": "The cup's handle "
+                    "melts into the saucer at the lower right, a clear generation artifact."}),
+        json.dumps({"sample_id": images[1], "answer": "Real", "explanation": "Consistent "
+                    "shadows and sensor noise across the whole frame."}),
+        json.dumps({"sample_id": "nowhere/x", "answer": "real", "explanation": "?"}),
+        "not json",
+    ]  # fmt: skip
+    path = tmp_path / "human.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    policies = [
+        {"name": "forensic-grounded"},
+        {"name": "forensic-plain", "grounded": False},
+        {"name": "always-real", "kind": "constant"},
+        {"name": "human", "kind": "file", "path": str(path)},
+    ]
+    assert [p["name"] for p in policies[:3]] == [
+        "forensic-grounded", "forensic-plain", "always-real",
+    ]  # fmt: skip  # the defaults, unchanged
+    store2, _, executed = run_local(validate_config(reward_config(run, policies=policies)))
+    assert executed["reward_images"] == 0 and executed["reward_responses"] == 1
+    assert REWARD["enabled"]
+    resp = [r for r in rows(store2, "reward_responses") if r["policy"] == "human"]
+    good = [r for r in resp if r["status"] == "ok"]
+    assert sorted(r["reward_image_id"] for r in good) == images[:2]
+    assert {r["verdict"] for r in good} == {"fake", "real"} and {r["backend"] for r in good} == {
+        "file"
+    }
+    assert len([r for r in resp if r["status"] == "error"]) == 2  # unknown id, not a record
+    trips = rows(store2, "reward_triplets")
+    human = [t for t in trips if "human" in t["pair"]]
+    assert len(human) == 6 and {t["reward_image_id"] for t in human} == set(images[:2])
+    assert len(trips) == 24  # still 3 per image
+    elo = {
+        r["subject"]: r
+        for r in rows(store2, "reward_scores")
+        if r["table"] == "elo" and r["labels_from"] == "simulated"
+    }
+    assert set(elo) == {"forensic-grounded", "forensic-plain", "always-real", "human"}
+    assert sorted(r["rank"] for r in elo.values()) == [1, 2, 3, 4]

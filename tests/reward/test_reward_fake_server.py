@@ -11,6 +11,7 @@ import pytest
 
 from forenset.backends.llm import reset_stage
 from forenset.config import validate_config
+from forenset.testing._base import Fault
 from forenset.text.templates import render
 from tests.helpers import rows, run_local
 from tests.reward.build import reward_config
@@ -108,3 +109,38 @@ def test_llm_policy_and_judge_through_the_fake_servers(tmp_path, server):
         1 / 4 if unparsed[0]["label"] == "fake" else 2 / 4
     )
     assert "judge_accuracy/judge-llm/shown/simulated" in sc
+
+
+def test_a_failed_judge_call_is_one_error_row(tmp_path, server):
+    backend, srv, model = server
+    srv.reply = scripted = Scripted(model.m)
+    scripted.seen["judge"] = 1  # every judge reply parses here
+    failed = []
+
+    def fault_for(body):
+        if JUDGE_ASK in model.m.request_text(body) and not failed:
+            failed.append(body)
+            return Fault(status=400, message="this request is malformed")
+        return None
+
+    srv.fault_for = fault_for
+    cfg = reward_config(
+        tmp_path / "run",
+        images=1,
+        generators=[image_generator(backend, srv)],
+        policies=[
+            {"name": "says-real", "kind": "constant", "answer": "real"},
+            {"name": "says-fake", "kind": "constant", "answer": "fake"},
+        ],
+        judges=[{"name": "judge-llm", "kind": "llm", "llm": llm(backend, srv)}],
+        swap=False,
+    )
+    store, stats, _ = run_local(validate_config(cfg))
+    js = rows(store, "reward_judgments")
+    assert len(js) == 2 and len(failed) == 1
+    bad = [j for j in js if j["status"] == "error"]
+    assert len(bad) == 1 and "400" in bad[0]["error"] and bad[0]["retryable"] is False
+    assert bad[0]["choice"] is None and bad[0]["triplet_id"]
+    assert [j["choice"] for j in js if j["status"] == "ok"] == ["Second"]
+    sc = {r["score_id"]: r for r in rows(store, "reward_scores")}
+    assert stats["reward_scores"].failed == 0 and "judge_accuracy/judge-llm/shown/simulated" in sc

@@ -86,3 +86,23 @@ def test_round_robin_balances_pairs_and_policies():
     got = round_robin(partial, 3, seed=1)
     assert sum("h" in p for _, p in got) == 6
     assert round_robin({"x": ["a", "b"]}, 3, seed=0) == [("x", ("a", "b"))]
+
+
+def test_templates_carry_the_papers_prompts():
+    from forenset.text.templates import render
+
+    system, user, pid, _ = render("reward_policy")
+    assert system == "" and pid == "reward_policy@1"
+    assert user == (
+        "Is the following image real or fake in terms of AI generation? Give a single-word "
+        "answer ('real' or 'fake') to start your response. Then, provide a more detailed "
+        "explanation."
+    )
+    _, judge, _, _ = render("reward_judge", prompt="<p>", first="<a>", second="<b>")
+    assert judge.index("<p>") < judge.index("<a>") < judge.index("<b>")
+    flat = " ".join(judge.split())
+    assert (
+        "Between the two responses, the original prompt, and the image, which response is better?"
+        in flat
+    )
+    assert all(c in flat for c in ("First (", "Second (", "Tie (", "BothBad ("))

@@ -32,6 +32,7 @@ from forenset.backends.llm.types import ModelSpec
 from forenset.backends.retry import RetryPolicy, attempt
 from forenset.errors import ConfigurationError
 from forenset.seeds import derive_seed
+from forenset.text.models import ALL_KINDS
 
 
 @dataclass
@@ -147,6 +148,7 @@ class ApiImageBackend:
     instead of becoming one error row per item."""
 
     name = ""
+    edit_kinds = frozenset(ALL_KINDS)  # an instruction-following editor: every kind
     keyless_without_env = False  # api_key_env None: send a placeholder (self-hosted servers)
 
     def __init__(self, config: Any) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from forenset.text.models import ALL_KINDS
+
 if TYPE_CHECKING:
     from forenset.backends.image.diffusers_backend import DiffusersBackend
     from forenset.backends.image.generator import GeneratorConfig
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
 
 class DiffusersGenerator:
     """Registered as ``diffusers``: tasks from the pipeline class, builds a DiffusersBackend."""
+
+    edit_kinds = frozenset(ALL_KINDS)  # instruction editing pipelines take every kind
 
     @classmethod
     def tasks_for(cls, generator: GeneratorConfig) -> set[str]:

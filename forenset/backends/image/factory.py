@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from forenset.backends.image.base import ImageBackend
 
 GROUP = "forenset.image_backends"
-TASKS = frozenset({"edit", "t2i"})
+TASKS = frozenset({"edit", "t2i", "import"})  # import: edits made elsewhere (external.py)
 
 
 class Generator(Protocol):
@@ -122,6 +122,16 @@ def tasks_for(generator: Generator) -> set[str]:
             f"expected a non-empty subset of {sorted(TASKS)}."
         )
     return tasks
+
+
+def edit_kinds_for(generator: Generator) -> frozenset[str]:
+    """The instruction kinds ``generator`` can execute: its class's ``edit_kinds`` (every kind
+    of forenset.text.models when a plugin declares none). Instructions of other kinds are not
+    sent to it."""
+    from forenset.text.models import ALL_KINDS
+
+    declared = getattr(backend_class(generator.backend), "edit_kinds", None)
+    return frozenset(ALL_KINDS if declared is None else declared)
 
 
 def create(generator: Generator) -> ImageBackend:

@@ -64,12 +64,22 @@ class GeneratorConfig(Strict):
             )
         if self.backend == "offline" and self.diffusers is not None:
             raise ValueError("a 'diffusers:' block needs backend: diffusers")
+        if self.backend == "external":  # its options are checked with the config, not at build
+            from forenset.backends.image.external import options_problem
+
+            problem = options_problem(self.options)
+            if problem:
+                raise ValueError(problem)
         return self
 
     def tasks(self) -> set[str]:
         """What this generator can do: 'edit' (photos + instructions) and/or 't2i' (prompts),
         as its backend class declares."""
         return factory.tasks_for(self)
+
+    def edit_kinds(self) -> frozenset[str]:
+        """The instruction kinds this generator executes, as its backend class declares."""
+        return factory.edit_kinds_for(self)
 
     def fingerprint(self) -> dict[str, Any]:
         """What shapes this generator's pixels: the config without its operational fields

@@ -19,6 +19,7 @@ from PIL import Image
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
 from forenset.backends.image.generator import GeneratorConfig
 from forenset.seeds import rng_for
+from forenset.text.instructions import OFFLINE_KINDS
 
 HUES = {
     "red": 0,
@@ -58,6 +59,7 @@ class OfflineEditor:
 
     name = "offline"
     tasks = frozenset({"edit"})
+    edit_kinds = frozenset(OFFLINE_KINDS)  # the seven classical manipulations it implements
 
     @classmethod
     def from_generator(cls, generator: GeneratorConfig) -> OfflineEditor:
