@@ -16,7 +16,7 @@ SCHEMA = stage_schema(
     pa.field("score_id", S, nullable=False),  # "<answerer>/<task>/<group_kind>=<group>"
     pa.field("answerer", S),
     pa.field("task", S),  # fakeclass | fakeclue | fakeqa
-    pa.field("group_kind", S),  # all | label | form | dimension
+    pa.field("group_kind", S),  # all | label | form | generator | mode | dimension
     pa.field("group", S),
     pa.field("n", I64),  # answers scored (FakeQA: questions)
     pa.field("n_images", I64),

@@ -76,7 +76,7 @@ class FakeBenchScores(Stage):
     inputs = ("fakebench_items", "fakebench_answers")
     input_columns = {
         "fakebench_items": ("item_id", "task", "sample_id", "label", "form", "question",
-                            "answer", "dimension"),
+                            "answer", "dimension", "generator"),
         "fakebench_answers": ("answer_id", "answerer", "item_id", "response", "verdict"),
     }  # fmt: skip
     output_schema = SCHEMA
@@ -182,6 +182,8 @@ class FakeBenchScores(Stage):
             if i["task"] == "fakeclass":
                 groups[(i["task"], "label", i["label"])].append(i)
                 groups[(i["task"], "form", i["form"])].append(i)
+                gen = "real" if i["label"] == "real" else (i.get("generator") or "unknown")
+                groups[(i["task"], "generator", gen)].append(i)
             if i["task"] == "fakeqa":
                 groups[(i["task"], "dimension", i["dimension"])].append(i)
         rows = [

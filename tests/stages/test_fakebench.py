@@ -205,6 +205,10 @@ def test_constant_reference_scores_exactly_the_share_of_its_belief(tmp_path):
     assert sc["always-fake/fakeclass/label=fake"]["accuracy"] == 1.0
     assert sc["always-fake/fakeclass/label=real"]["accuracy"] == 0.0
     assert sc["always-fake/fakeclass/all=all"]["accuracy"] == 0.5
+    gens = {r["group"]: r for r in sc.values() if r["group_kind"] == "generator"}
+    assert gens["real"]["accuracy"] == 0.0 and "real" in gens and len(gens) >= 2
+    assert all(r["accuracy"] == 1.0 for g, r in gens.items() if g != "real")
+    assert sum(r["n"] for r in gens.values()) == sc["always-fake/fakeclass/all=all"]["n"]
     clue = sc.get("always-fake/fakeclue/mode=inference")
     if clue is not None:  # the verdict after its (empty) reasoning is always fake
         assert clue["accuracy"] == 1.0 and clue["completeness"] is None
