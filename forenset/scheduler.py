@@ -235,7 +235,12 @@ class Scheduler:
             if child.gather:
                 self.gathered[child.name].append(info)
                 continue
-            for s in child.plan(info):
+            try:
+                specs = child.plan(info)
+            except ConfigurationError as e:  # planning hit a bad setting: every shard would
+                self.plan_failed(child.name, e)
+                continue
+            for s in specs:
                 self.offer(s)
 
     def release_gathers(self) -> None:
@@ -252,8 +257,21 @@ class Scheduler:
                 )
                 continue
             infos = sorted(self.gathered.pop(name, []), key=lambda i: (i.stage, i.path))
-            for spec in self.stages[name].plan_gathered(infos):
+            try:
+                specs = self.stages[name].plan_gathered(infos)
+            except ConfigurationError as e:
+                self.plan_failed(name, e)
+                continue
+            for spec in specs:
                 self.offer(spec)
+
+    def plan_failed(self, name: str, error: ConfigurationError) -> None:
+        """A ``ConfigurationError`` while planning is as fatal as one while running a shard:
+        nothing new starts and the build ends with the sentence, not a traceback."""
+        self.failed_unplanned(name, str(error))
+        if self.fatal is None:
+            self.fatal = f"stage {name}: {error}"
+            self.stop.set()
 
     def failed_unplanned(self, name: str, why: str) -> None:
         st = self.stats[name]

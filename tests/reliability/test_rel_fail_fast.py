@@ -61,3 +61,22 @@ def test_cli_says_one_sentence_and_exits_non_zero(tmp_path):
     ), err
     assert "Traceback" not in p.stderr
     assert "Export:" not in p.stdout  # no "complete" build with an empty dataset
+
+
+def test_configuration_error_while_planning_a_later_stage_stops_with_the_sentence(
+    tmp_path, monkeypatch
+):
+    """Planning can read settings too (external listings); its ConfigurationError ends the
+    build as a shard's would: one sentence, state failed, no traceback out of the scheduler."""
+    from forenset.errors import ConfigurationError
+    from forenset.tasks.diffs import Diffs
+
+    def broken_plan(self, info):
+        raise ConfigurationError("listing /gone.csv does not exist")
+
+    monkeypatch.setattr(Diffs, "plan", broken_plan)
+    with pytest.raises(BuildFailed, match=r"^stage diffs: listing /gone.csv does not exist$"):
+        run_local(validate_config(tiny_config_dict(tmp_path / "run")))
+    state = json.loads((tmp_path / "run" / "state.json").read_text())
+    assert state["status"] == "failed"
+    assert not (tmp_path / "run" / "stages" / "judgments").exists()
