@@ -189,8 +189,26 @@ class FakeBenchItems(Stage):
         reals = ranked([r for r in pool if r["label"] == "real"], self.ctx.seed, c.reals)
         out = self.fakeclass(fakes) + self.fakeclass(reals)
         edits = self.edits()
+        used: set[str] = set()
         for rank, (s, clues, trace) in enumerate(self.golden(fakes, kinds)):
+            if clues is not None and s["sample_id"] in edits:
+                used.add(s["sample_id"])
             out.extend(self.clue_items(s, rank, clues, trace, edits.get(s["sample_id"])))
+        unused = sorted(set(edits) - used)
+        if unused:  # never dropped silently: one error row says which edits were not applied
+            k = len(unused)
+            shown = ", ".join(unused[:3]) + (", …" if k > 3 else "")
+            out.append(
+                {
+                    "item_id": "fakeclue/clue-edits-not-applied",
+                    "task": "fakeclue",
+                    "status": "error",
+                    "error": f"{k} edited clue{'s' if k > 1 else ''} in "
+                    f"{Path(c.clue_edits or '').name} name{'' if k > 1 else 's'} no fake with a "
+                    f"FakeClue item of this set and {'are' if k > 1 else 'is'} not used ({shown})",
+                    "retryable": False,
+                }
+            )
         for r in out:
             r.setdefault("status", "ok")
             r["stage_version"] = self.version

@@ -187,6 +187,7 @@ def test_human_edited_clues_replace_the_golden_clue(tmp_path):
             ],
         }
     ]  # fmt: skip
+    export.append({**export[0], "data": {"sample_id": "no-such-sample"}})
     path = tmp_path / "ls.json"
     path.write_text(json.dumps(export))
     store, _, executed = run_local(config(tmp_path, clue_edits=str(path)))
@@ -195,6 +196,9 @@ def test_human_edited_clues_replace_the_golden_clue(tmp_path):
     assert got[sid]["answer"] == "A person wrote this clue."
     assert got[sid]["golden_source"] == "human-edited"
     assert all(r["golden_source"] == "offline-diff" for s, r in got.items() if s != sid)
+    (bad,) = [r for r in rows(store, "fakebench_items") if r["item_id"].endswith("not-applied")]
+    assert bad["status"] == "error" and "1 edited clue in ls.json" in bad["error"]
+    assert "no-such-sample" in bad["error"]
 
 
 def test_constant_reference_scores_exactly_the_share_of_its_belief(tmp_path):
