@@ -25,7 +25,10 @@ the answers of one (model, task, group):
 names them, so an average without a judge or an encoder is never mistaken for the full one.
 An answer that is an error row (a failed call) is not scored; an item that has no answer at all
 counts as wrong for FakeClass and as an empty text (scored 0) elsewhere: a model cannot gain by
-failing. Without a judge or an encoder the columns are null with the reason.
+failing. Without a judge or an encoder the columns are null with the reason. Judge rounds that
+fail with a transient error are left out of the means and reported in one retryable error row
+(``<model>/judge-rounds-failed``), so the next build asks them again (answered rounds come from
+the response cache).
 """
 
 from __future__ import annotations
@@ -151,7 +154,9 @@ class FakeBenchScores(Stage):
         pairs = [
             JudgedPair(i["item_id"], i["question"], i["response"] or "", i["answer"]) for i in items
         ]
-        return judge.evaluate(pairs)
+        got = judge.evaluate(pairs)
+        self.transient_failures = judge.transient_failures
+        return got
 
     def item_scores(self, items: list[dict[str, Any]]) -> dict[str, dict[str, Score]]:
         from forenset.backends.scorers.text_overlap import overlap_scores
@@ -189,9 +194,24 @@ class FakeBenchScores(Stage):
         rows = [
             self.group_row(name, key, members, scores) for key, members in sorted(groups.items())
         ]
+        failures = getattr(self, "transient_failures", 0)
+        if failures:  # the means above leave those rounds out; a rebuild asks them again
+            were, them = ("were", "them") if failures > 1 else ("was", "it")
+            rows.append(
+                {
+                    "score_id": f"{name}/judge-rounds-failed",
+                    "answerer": name,
+                    "status": "error",
+                    "error": f"{failures} judge round{'s' if failures > 1 else ''} failed with a "
+                    f"transient error and {were} left out of the means; a rebuild asks {them} "
+                    "again",
+                    "retryable": True,
+                }
+            )
         ms = (time.perf_counter() - t0) * 1000 / max(1, len(rows))
         for r in rows:
-            r.update(status="ok", backend="scorers", stage_version=self.version, elapsed_ms=ms)
+            r.setdefault("status", "ok")
+            r.update(backend="scorers", stage_version=self.version, elapsed_ms=ms)
         return self.to_table(rows)
 
     def group_row(

@@ -269,3 +269,27 @@ def test_changing_one_part_recomputes_only_what_depends_on_it(tmp_path):
         0, 1, 1,
     )  # fmt: skip
     assert {r["answerer"] for r in ok(store, "fakebench_scores")} == {"always-fake", "always-real"}
+
+
+def test_failed_judge_rounds_are_left_out_and_asked_again_on_rebuild(tmp_path):
+    from forenset.testing._base import Fault
+
+    model = {"name": "always-fake", "kind": "constant", "belief": "fake"}
+    with FakeOpenAI(reply=scripted) as srv:
+        srv.fault_for = lambda body: (
+            Fault(status=500) if "How is the" in request_text(body) else None
+        )
+        cfg = config(tmp_path, models=[model], judge=llm("openai", srv), judge_rounds=2)
+        store, _, _ = run_local(cfg)
+        got = {r["score_id"]: r for r in rows(store, "fakebench_scores")}
+        (bad,) = [r for r in got.values() if r["status"] == "error"]
+        assert bad["retryable"] and "judge round" in bad["error"]
+        qa = got["always-fake/fakeqa/all=all"]  # every FakeQA round failed: null with the error
+        assert qa["completeness"] is None and "500" in qa["completeness_reason"]
+        assert got["always-fake/fakeclue/mode=inference"]["completeness"] == 2
+        srv.fault_for = None
+        store, _, again = run_local(cfg)
+    assert again["fakebench_scores"] == 1 and again["fakebench_items"] == 0
+    got = {r["score_id"]: r for r in rows(store, "fakebench_scores")}
+    assert all(r["status"] == "ok" for r in got.values())
+    assert got["always-fake/fakeqa/all=all"]["completeness"] == 2

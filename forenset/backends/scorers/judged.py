@@ -114,6 +114,7 @@ class ModelCPRJudge:
         self.stage = stage
         self.cache = cache
         self.prompts_root = prompts_root
+        self.transient_failures = 0  # rounds that failed with a retryable error (last evaluate)
 
     def _run(self, requests: list[ChatRequest]) -> list[ChatResult]:
         from forenset.backends.llm.engine import run_chat  # the SDKs load only when used
@@ -130,6 +131,7 @@ class ModelCPRJudge:
             for k in range(self.rounds)
         ]
         results = self._run(reqs) if reqs else []
+        self.transient_failures = sum(1 for r in results if not r.ok and r.retryable)
         out = []
         for i, _ in enumerate(pairs):
             mine = results[i * self.rounds : (i + 1) * self.rounds]
