@@ -532,6 +532,47 @@ def reward(
             console.print(f"hf dataset: {done['triplets']} triplets in {hf}")
 
 
+@app.command("fakebench")
+def fakebench(
+    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
+) -> None:
+    """FakeBench: FakeClass accuracy, FakeClue and FakeQA scores per evaluated model (from the
+    fakebench_scores table)."""
+    store = _open(run_dir)
+    if not store.manifest("fakebench_scores"):
+        fail(
+            f"{run_dir} has no fakebench_scores: build it with fakebench.enabled and a model",
+            code=1,
+        )
+    from forenset.report.fakebench import (
+        CLASS_HEADERS,
+        CLUE_HEADERS,
+        DASH,
+        TEXT_HEADERS,
+        fakebench_tables,
+    )
+    from forenset.store.views import connect
+
+    t = fakebench_tables(connect(store, ["fakebench_scores"]))
+    if t is None:
+        fail(f"{run_dir} has a fakebench_scores table without ok rows", code=1)
+    for title, headers, rows in (
+        ("FakeClass: accuracy (%)", CLASS_HEADERS, t.fakeclass),
+        ("FakeClue (inference / fault-finding mode)", CLUE_HEADERS, t.fakeclue),
+        ("FakeQA (free mode)", TEXT_HEADERS, t.fakeqa),
+    ):
+        table = Table(title=title)
+        for col in headers:
+            table.add_column(col, justify="left" if col == "model" else "right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    if t.models:
+        console.print("models: " + "; ".join(t.models))
+    for (header, why), where in t.reasons.items():
+        console.print(f"{DASH} {header}: {why} ({', '.join(where)})")
+
+
 def _mount_subapps() -> None:
     from forenset.exports.cli import app as exports_app
     from forenset.perturbations.cli import app as perturb_app

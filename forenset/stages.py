@@ -45,6 +45,9 @@ BUILTIN: dict[str, str] = {
     "reward_judgments": "forenset.tasks.reward_judgments:RewardJudgments",
     "reward_labels": "forenset.tasks.reward_labels:RewardLabels",
     "reward_scores": "forenset.tasks.reward_scores:RewardScores",
+    "fakebench_items": "forenset.tasks.fakebench_items:FakeBenchItems",
+    "fakebench_answers": "forenset.tasks.fakebench_answers:FakeBenchAnswers",
+    "fakebench_scores": "forenset.tasks.fakebench_scores:FakeBenchScores",
 }
 
 # Tables that no stage writes (``forenset import-annotations`` writes ``annotations``,

@@ -33,6 +33,12 @@ def small_config_dict(run_dir: Path | str, **over) -> dict:
         ],
         "splits": {"fractions": {"train": 0.5, "validation": 0.25, "test": 0.25}},
         "evaluation": {"enabled": True, "fakes": 4, "reals": 2},
+        "fakebench": {
+            "enabled": True,
+            "fakes": 2,
+            "reals": 2,
+            "models": [{"name": "always-fake", "kind": "constant", "belief": "fake"}],
+        },
         "runners": {"default": {"kind": "threads", "max_workers": 2}},
     }
     cfg.update(over)

@@ -223,3 +223,30 @@ def report_cmd(
         _fail("the run directory is remote: pass --out")
     path = write_report(store, out or Path(store.path("report.html")), gallery=gallery)
     typer.echo(str(path))
+
+
+@app.command("fakebench-export")
+def fakebench_export_cmd(
+    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Export folder (default: <run>/exports/fakebench-bench)."),
+    ] = None,
+    labelstudio: Annotated[
+        bool,
+        typer.Option("--labelstudio", help="Also write the FakeClue golden-clue editing task."),
+    ] = False,
+) -> None:
+    """FakeBench items (FakeClass, FakeClue, FakeQA) as an HF dataset, one config per task."""
+    from forenset.exports.data import default_out
+    from forenset.exports.fakebench_bench import export_clue_task, export_fakebench_bench
+
+    store = _store(run_dir)
+    try:
+        dest = out or default_out(store, "fakebench-bench")
+        res = export_fakebench_bench(store, dest)
+        if labelstudio:
+            res["labelstudio"] = export_clue_task(store, dest / "labelstudio")["counts"]
+    except ValueError as e:
+        _fail(str(e))
+    typer.echo(json.dumps(res))

@@ -1,13 +1,12 @@
 """FakeBench-style export: closed-ended QA and clue descriptions over FakeBench's 14 dimensions.
 
-QA (``qa.jsonl``) has two forms per image:
-  * ``yes_no``: "Is this image AI-edited?" (yes for fakes) or its negation "Is this image an
-    unedited photograph?" (yes for reals). The polarity is chosen so that, over the export,
-    yes and no answers alternate in a seeded order: the answers are balanced (±1) and the
-    polarity carries no information about the label.
-  * ``choice``: "What is the authenticity of this image? real/fake" -> real | fake.
+QA (``qa.jsonl``, FakeClass §3.3): one closed question per image, in the paper's forms, balanced
+per split and label: "Is this a fake image?" / "Is this a real image?" (yes / no) and "What is
+the authenticity of this image?" (real / fake); scored by the exact-match rule of §3.2
+(:func:`forenset.text.fakebench.exact_match`).
 Clues (``clues.jsonl``): each difference of a fake mapped onto the dimensions in
-``CHANGE_TYPE_DIMENSIONS`` / ``KIND_DIMENSIONS`` (documented in docs/exports.md).
+``CHANGE_TYPE_DIMENSIONS`` / ``KIND_DIMENSIONS`` of :mod:`forenset.text.fakebench` (both the
+offline differencer's and the VLM diff backend's change types map; docs/exports.md).
 """
 
 from __future__ import annotations
@@ -18,57 +17,14 @@ from typing import Any
 
 from forenset.exports.data import rank, write_images, write_jsonl
 from forenset.store.run_store import RunStore
-
-DIMENSIONS = (
-    "texture",
-    "edge",
-    "clarity",
-    "light & shadow",
-    "layout",
-    "symmetry",
-    "reflection",
-    "perspective",
-    "shape",
-    "theme",
-    "content deficiency",
-    "distortion",
-    "irreality",
-    "overall tone",
+from forenset.text.fakebench import (  # noqa: F401 - re-exported: the vocabulary lives there
+    CHANGE_TYPE_DIMENSIONS,
+    DIMENSIONS,
+    KIND_DIMENSIONS,
+    dimensions_for,
+    fakeclass_forms,
+    fakeclass_question,
 )
-
-# What a pixel-level difference of this type looks like to a viewer.
-CHANGE_TYPE_DIMENSIONS: dict[str, tuple[str, ...]] = {
-    "colour change": ("overall tone", "irreality"),
-    "brightness change": ("light & shadow",),
-    "content change": ("content deficiency",),
-    "artifact": ("texture", "clarity"),
-}
-# Which cues an edit of this kind leaves (the manipulation, not the pixel statistics).
-KIND_DIMENSIONS: dict[str, tuple[str, ...]] = {
-    "copy_move": ("layout", "symmetry"),
-    "removal": ("content deficiency", "texture"),
-    "recolor": ("irreality", "edge"),
-    "local_warp": ("shape", "perspective"),
-    "liquify": ("distortion", "shape"),
-    "splice": ("edge", "light & shadow", "theme"),
-    "lighting": ("light & shadow", "reflection", "overall tone"),
-}
-
-Q_EDITED = "Is this image AI-edited?"
-Q_UNEDITED = "Is this image an unedited photograph?"
-Q_CHOICE = "What is the authenticity of this image? Answer real or fake."
-
-
-def dimensions_for(change_type: str | None, kind: str | None) -> list[str]:
-    """Kind cues first, then change-type cues, de-duplicated, in FakeBench's order of listing."""
-    found = list(KIND_DIMENSIONS.get(kind or "", ())) + list(
-        CHANGE_TYPE_DIMENSIONS.get(change_type or "", ())
-    )
-    seen: list[str] = []
-    for d in found:
-        if d not in seen:
-            seen.append(d)
-    return seen
 
 
 def clue_record(s: dict[str, Any], image: str) -> dict[str, Any]:
@@ -103,39 +59,30 @@ def clue_record(s: dict[str, Any], image: str) -> dict[str, Any]:
 
 
 def qa_records(samples: list[dict[str, Any]], refs: dict[str, str], seed: int) -> list[dict]:
-    order = sorted(
-        samples, key=lambda s: rank(seed, "fakebench-yes-no", s["split"], s["sample_id"])
-    )
+    """FakeClass (§3.3): one closed question per image. Per (split, label), samples are put in
+    a seeded order and the forms alternate along it as in :func:`fakeclass_forms` (yes/no and
+    what balanced ±1; yes/no asking "fake?" and "real?" in turn), so the form says nothing
+    about the label."""
     out = []
-    for i, s in enumerate(order):
-        want_yes = i % 2 == 0
-        fake = s["label"] == "fake"
-        # yes for a fake means asking "edited?"; yes for a real means asking "unedited?"
-        question = (
-            (Q_EDITED if fake else Q_UNEDITED) if want_yes else (Q_UNEDITED if fake else Q_EDITED)
-        )
-        base = {"image": refs[s["blob"]], "split": s["split"], "label": s["label"]}
-        out.append(
-            {
-                "id": f"{s['sample_id']}-yn",
-                "sample_id": s["sample_id"],
-                "form": "yes_no",
-                "question": question,
-                "answer": "yes" if want_yes else "no",
-                **base,
-            }
-        )
-        out.append(
-            {
-                "id": f"{s['sample_id']}-choice",
-                "sample_id": s["sample_id"],
-                "form": "choice",
-                "question": Q_CHOICE,
-                "options": ["real", "fake"],
-                "answer": s["label"],
-                **base,
-            }
-        )
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in samples:
+        groups.setdefault((s["split"], s["label"]), []).append(s)
+    for (split, _), group in sorted(groups.items()):
+        order = sorted(group, key=lambda s: rank(seed, "fakebench-form", split, s["sample_id"]))
+        for s, (form, polarity) in zip(order, fakeclass_forms(len(order)), strict=True):
+            question, answer = fakeclass_question(form, polarity, s["label"])
+            out.append(
+                {
+                    "id": f"{s['sample_id']}-{form}",
+                    "sample_id": s["sample_id"],
+                    "form": form,
+                    "question": question,
+                    "answer": answer,
+                    "image": refs[s["blob"]],
+                    "split": s["split"],
+                    "label": s["label"],
+                }
+            )
     return sorted(out, key=lambda r: (r["split"], r["id"]))
 
 
@@ -148,12 +95,13 @@ def export_fakebench(
     clues = [clue_record(s, refs[s["blob"]]) for s in samples]
     write_jsonl(out / "qa.jsonl", qa)
     write_jsonl(out / "clues.jsonl", clues)
-    answers = Counter(r["answer"] for r in qa if r["form"] == "yes_no")
+    answers = Counter(r["answer"] for r in qa)
     dims = Counter(d for c in clues for d in c["dimensions"])
     return {
         "format": "fakebench",
         "path": str(out),
         "counts": {"qa": len(qa), "clues": len(clues)},
-        "yes_no": dict(answers),
+        "answers": dict(answers),
+        "forms": dict(Counter(r["form"] for r in qa)),
         "dimensions": dict(dims),
     }

@@ -434,6 +434,35 @@ def gallery_section(store: RunStore, samples: list[dict[str, Any]], n: int, seed
 # -- the report ------------------------------------------------------------------------------
 
 
+def fakebench_section(store: RunStore, con: Any) -> str:
+    """FakeBench's FakeClass / FakeClue / FakeQA tables; empty without ``fakebench_scores``."""
+    from forenset.report.fakebench import (
+        CLASS_HEADERS,
+        CLUE_HEADERS,
+        DASH,
+        TEXT_HEADERS,
+        fakebench_tables,
+    )
+
+    if not store.manifest("fakebench_scores"):
+        return ""
+    t = fakebench_tables(con)
+    if t is None:
+        return ""
+    out = "<h2>FakeBench</h2><h3>FakeClass: accuracy (%), §3.2 exact match</h3>"
+    out += table(CLASS_HEADERS, t.fakeclass)
+    out += "<h3>FakeClue (inference mode) against the golden clues</h3>"
+    out += table(CLUE_HEADERS, t.fakeclue)
+    out += "<h3>FakeQA (free mode), per image then over images</h3>"
+    out += table(TEXT_HEADERS, t.fakeqa)
+    if t.models:
+        out += "<p>models: " + html.escape("; ".join(t.models)) + "</p>"
+    notes = [f"{DASH} {h}: {why} ({', '.join(w)})" for (h, why), w in t.reasons.items()]
+    if notes:
+        out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
+    return out
+
+
 def render_report(store: RunStore, gallery: int = 4) -> str:
     """The report as one HTML string (no external resources)."""
     from forenset.exports.api import build_seed
@@ -454,6 +483,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
         evaluation_section(store, con),
         safeimg_section(store),
         reward_section(store, con),
+        fakebench_section(store, con),
         shared_stats_section(con),
         gallery_section(store, samples, gallery, seed),
     ]

@@ -191,19 +191,19 @@ def test_fakebench_qa_balanced_and_clues_mapped(built, samples, tmp_path):
     out = tmp_path / "fb"
     res = run_export(store, "fakebench", out, samples=samples)
     qa = [json.loads(x) for x in (out / "qa.jsonl").read_text().splitlines()]
-    yn = [r for r in qa if r["form"] == "yes_no"]
-    ch = [r for r in qa if r["form"] == "choice"]
-    assert len(yn) == len(ch) == len(samples)
-    n_yes = sum(r["answer"] == "yes" for r in yn)
-    assert abs(n_yes - (len(yn) - n_yes)) <= 1
-    for r in yn:  # the answer is right for the question asked
-        edited = r["question"] == "Is this image AI-edited?"
-        assert r["answer"] == ("yes" if edited == (r["label"] == "fake") else "no")
-    assert all(r["answer"] == r["label"] for r in ch)
-    assert {r["question"] for r in yn} == {
-        "Is this image AI-edited?",
-        "Is this image an unedited photograph?",
-    }
+    assert sorted(r["sample_id"] for r in qa) == sorted(s["sample_id"] for s in samples)
+    for split in {r["split"] for r in qa}:  # forms balanced (±1) per split and label
+        for label in ("real", "fake"):
+            forms = [r["form"] for r in qa if r["split"] == split and r["label"] == label]
+            assert abs(forms.count("yes_no") - forms.count("what")) <= 1
+    for r in qa:  # the paper's questions, and the answer is right for the question asked
+        if r["form"] == "what":
+            assert r["question"] == "What is the authenticity of this image?"
+            assert r["answer"] == r["label"]
+        else:
+            asks = {"Is this a fake image?": "fake", "Is this a real image?": "real"}[r["question"]]
+            assert r["answer"] == ("yes" if asks == r["label"] else "no")
+    assert res["forms"] == dict(Counter(r["form"] for r in qa))
     clues = [json.loads(x) for x in (out / "clues.jsonl").read_text().splitlines()]
     assert all(d in DIMENSIONS for c in clues for d in c["dimensions"])
     fakes = [c for c in clues if c["label"] == "fake"]
@@ -213,7 +213,6 @@ def test_fakebench_qa_balanced_and_clues_mapped(built, samples, tmp_path):
             if c["clues"]:
                 assert d in c["dimensions"]
     assert all(not c["clues"] and c["description"] for c in clues if c["label"] == "real")
-    assert res["yes_no"]["yes"] == n_yes
     # every one of the 14 dimensions is reachable from some kind or change type
     assert set(DIMENSIONS) == {d for k in KIND_DIMENSIONS for d in dimensions_for(None, k)} | {
         d

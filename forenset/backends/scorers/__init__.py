@@ -1,4 +1,5 @@
-"""Scorers of the evaluation stage: detection F1, EntityScore / EvidenceScore, BERTScore, SLE.
+"""Scorers of the benchmark stages: detection F1, EntityScore / EvidenceScore, BERTScore, SLE;
+FakeBench's BLEU-1/2, ROUGE-L, sentence similarity and judged Completeness/Preciseness/Relevance.
 
 Each returns :class:`~forenset.backends.scorers.types.Score` values that name the model and
 backend that computed them, or null with the reason (no model configured, a failed call).
@@ -27,6 +28,10 @@ _WHERE = {
     "BertScorer": "bertscore",
     "SleScorer": "sle",
     "sle_normalise": "sle",
+    "overlap_scores": "text_overlap",
+    "SentenceSimilarityScorer": "similarity",
+    "ModelCPRJudge": "judged",
+    "average_rounds": "judged",
 }
 
 __all__ = sorted(_WHERE)

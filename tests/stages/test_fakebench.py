@@ -1,0 +1,295 @@
+"""FakeBench stages end to end: items offline (clues from measured diffs), with an author model
+in fault-finding mode, answers and scores through the fake OpenAI server, hand-checked numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from forenset.backends.llm import reset_stage
+from forenset.config import validate_config
+from forenset.testing.fake_openai import FakeOpenAI, request_images, request_text
+from forenset.text import fakebench as fb
+from tests.conftest import small_config_dict
+from tests.helpers import rows, run_local
+from tests.scorers.scorer_kit import save_encoder
+from tests.stages.scripted import llm
+
+STAGES = ("fakebench_items", "fakebench_answers", "fakebench_scores")
+GOLD_EDGE = "The edge of the cup is jagged."
+GOLD_TEXTURE = "The wall is too smooth."
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    monkeypatch.setenv("FAKE_OPENAI_KEY", "sk-test-openai")
+    for s in STAGES:
+        for seed in range(5):
+            reset_stage(s, seed)
+    yield
+
+
+def config(tmp_path, **fakebench):
+    fbc = {"enabled": True, "split": "train", "fakes": 2, "reals": 2, **fakebench}
+    return validate_config(
+        small_config_dict(tmp_path / "run", evaluation={"enabled": False}, fakebench=fbc)
+    )
+
+
+def ok(store, stage):
+    return [r for r in rows(store, stage) if r["status"] == "ok"]
+
+
+def test_offline_items_balanced_forms_and_clues_from_measured_diffs(tmp_path):
+    store, stats, executed = run_local(config(tmp_path))
+    items = rows(store, "fakebench_items")
+    fc = [r for r in items if r["task"] == "fakeclass"]
+    assert len(fc) == 4 and {r["label"] for r in fc} == {"real", "fake"}
+    for label in ("real", "fake"):  # forms balanced within each label
+        forms = [r["form"] for r in fc if r["label"] == label]
+        assert sorted(forms) == ["what", "yes_no"]
+    for r in fc:
+        assert (r["question"], r["answer"]) == fb.fakeclass_question(
+            r["form"], {fb.Q_FAKE: "fake", fb.Q_REAL: "real"}.get(r["question"]), r["label"]
+        )
+    clues = [r for r in items if r["task"] == "fakeclue"]
+    assert len(clues) == 2 and all(r["label"] == "fake" for r in clues)
+    for r in clues:
+        if r["status"] != "ok":  # an honest error: nothing measured to write from
+            assert "no measured difference" in r["error"]
+            continue
+        assert r["golden_source"] == "offline-diff" and r["backend"] == "offline"
+        cl = json.loads(r["clues"])
+        assert r["answer"] == fb.clue_text(cl) and 1 <= len(cl) <= 5
+        assert r["dimensions"] and set(r["dimensions"]) <= set(fb.DIMENSIONS)
+        qa = [q for q in items if q["task"] == "fakeqa" and q["sample_id"] == r["sample_id"]]
+        assert sorted(q["dimension"] for q in qa) == sorted(r["dimensions"])
+        assert all(q["question"] == fb.fakeqa_question(q["dimension"]) for q in qa)
+    # no evaluated model: nothing to answer or score
+    assert not rows(store, "fakebench_answers") and not rows(store, "fakebench_scores")
+
+
+def scripted(body):
+    text = request_text(body)
+    if "Golden answer:" in text:  # the judge reads text only
+        assert not request_images(body)
+        return {"completeness": 2, "preciseness": 1, "relevance": 2}
+    assert request_images(body), "every question and author request carries its image"
+    if fb.FAULT_FINDING_QUESTION in text and "Example 1" not in text:
+        return GOLD_TEXTURE  # an evaluated model in fault-finding mode (zero-shot)
+    if fb.FAULT_FINDING_QUESTION in text:  # the golden-clue author (few-shot)
+        return {
+            "clues": [
+                {"dimension": "edge", "clue": GOLD_EDGE},
+                {"dimension": "texture", "clue": GOLD_TEXTURE},
+            ]
+        }
+    if "<reasoning>your step-by-step" in text:
+        return f"<reasoning>{GOLD_EDGE}</reasoning>\n<answer>fake</answer>"
+    if fb.Q_FAKE in text:
+        return "Yes, it is."
+    if fb.Q_REAL in text:
+        return "fake"  # §3.2: wrong whatever the label
+    if fb.Q_WHAT in text:
+        return "It is fake."
+    if "How is the edge" in text:
+        return GOLD_EDGE
+    return "Looks fine"  # no token in common with the golden answer (not even a period)
+
+
+def test_author_answers_and_scores_against_the_fake_server(tmp_path):
+    with FakeOpenAI(reply=scripted) as srv:
+        pool = llm("openai", srv)
+        cfg = config(
+            tmp_path,
+            author=pool,
+            models=[{"name": "vlm-a", "llm": pool}],
+            judge=pool,
+            similarity_model=str(save_encoder(tmp_path / "encoder")),
+            clue_modes=["inference", "fault_finding"],
+        )
+        store, stats, executed = run_local(cfg)
+        texts = [request_text(b) for b in srv.requests]
+    assert not any(stats[s].failures for s in STAGES)
+    items = ok(store, "fakebench_items")
+    clue = [r for r in items if r["task"] == "fakeclue"]
+    assert sorted(r["form"] for r in clue) == ["fault_finding"] * 2 + ["inference"] * 2
+    assert all(r["golden_source"] == "model" for r in clue)
+    assert all(r["answer"] == f"{GOLD_EDGE} {GOLD_TEXTURE}" for r in clue)
+    qa = [r for r in items if r["task"] == "fakeqa"]
+    assert len(qa) == 4
+    # each FakeQA question in its own request: no request holds two questions
+    asked = [t for t in texts if "Golden answer:" not in t]
+    assert sum("regarding the authenticity" in t for t in asked) == 4
+    assert all(t.count("regarding the authenticity") <= 1 for t in asked)
+    # the author was told the authenticity and given demonstrations
+    author = [t for t in texts if fb.FAULT_FINDING_QUESTION in t and "Example 1" in t]
+    assert len(author) == 2  # one fault-finding author call per fake, demonstrations included
+    answers = ok(store, "fakebench_answers")
+    assert len(answers) == len(items)
+    cl = [a for a in answers if a["task"] == "fakeclue" and "fault_finding" not in a["item_id"]]
+    assert len(cl) == 2
+    assert all(a["verdict"] == "fake" and a["response"] == GOLD_EDGE for a in cl)
+    ff = [a for a in answers if a["item_id"].endswith("/fault_finding")]
+    assert len(ff) == 2 and all(a["verdict"] is None and a["response"] == GOLD_TEXTURE for a in ff)
+    # judge: 5 rounds per FakeClue (two modes) and FakeQA item
+    assert sum("Golden answer:" in t for t in texts) == 5 * (2 * 2 + 4)
+
+    sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    fc = [r for r in items if r["task"] == "fakeclass"]
+    want = sum(
+        (r["question"] == fb.Q_FAKE and r["label"] == "fake")
+        or (r["question"] == fb.Q_WHAT and r["label"] == "fake")
+        for r in fc
+    ) / len(fc)
+    assert sc["vlm-a/fakeclass/all=all"]["accuracy"] == pytest.approx(want)
+    assert sc["vlm-a/fakeclass/label=real"]["accuracy"] == 0.0
+    assert sc["vlm-a/fakeclass/form=what"]["n"] == 2
+    clue_row = sc["vlm-a/fakeclue/mode=inference"]
+    # 13a tokens: hypothesis 7 words + "." = 8, reference 14; every hypothesis token matches,
+    # so BLEU-1 = BP = exp(1 - 14/8)
+    assert clue_row["bleu1"] == pytest.approx(math.exp(1 - 14 / 8))
+    # ROUGE-L: LCS 7 of 7 and 12 tokens -> F = 2 * 1 * 7/12 / (1 + 7/12) = 14/19
+    assert clue_row["rouge_l"] == pytest.approx(14 / 19)
+    assert clue_row["accuracy"] == 1.0
+    ff_row = sc["vlm-a/fakeclue/mode=fault_finding"]
+    # "The wall is too smooth ." (6 tokens, all in the 14-token golden clue): BLEU-1 = BP
+    assert ff_row["bleu1"] == pytest.approx(math.exp(1 - 14 / 6))
+    assert ff_row["accuracy"] is None and ff_row["n"] == 2
+    assert clue_row["completeness"] == 2 and clue_row["preciseness"] == 1
+    assert -1 <= clue_row["similarity"] <= 1 and clue_row["similarity_model"].endswith("encoder")
+    assert sc["vlm-a/fakeqa/dimension=edge"]["similarity"] == pytest.approx(1.0, abs=1e-5)
+    qa_row = sc["vlm-a/fakeqa/all=all"]
+    # per image: edge answered exactly (1), texture not at all (0) -> 0.5; then over images
+    assert qa_row["bleu1"] == pytest.approx(0.5) and qa_row["rouge_l"] == pytest.approx(0.5)
+    assert sc["vlm-a/fakeqa/dimension=edge"]["bleu2"] == pytest.approx(1.0)
+    # Aver.: bleu1, bleu2, rouge_l = .5, similarity, completeness 2/2, preciseness 1/2,
+    # relevance 2/2
+    assert qa_row["average"] == pytest.approx((0.5 * 3 + qa_row["similarity"] + 1 + 0.5 + 1) / 7)
+    assert qa_row["average_of"].split(",") == [
+        "bleu1", "bleu2", "rouge_l", "similarity", "completeness", "preciseness", "relevance",
+    ]  # fmt: skip
+
+
+def test_human_edited_clues_replace_the_golden_clue(tmp_path):
+    store, _, _ = run_local(config(tmp_path))
+    clue = [r for r in ok(store, "fakebench_items") if r["task"] == "fakeclue"]
+    assert clue, "the demo data gives at least one offline clue"
+    sid = clue[0]["sample_id"]
+    export = [
+        {
+            "data": {"sample_id": sid},
+            "annotations": [
+                {"result": [{"from_name": fb.CLUE_FIELD, "type": "textarea",
+                             "value": {"text": ["A person wrote this clue."]}}]}
+            ],
+        }
+    ]  # fmt: skip
+    export.append({**export[0], "data": {"sample_id": "no-such-sample"}})
+    path = tmp_path / "ls.json"
+    path.write_text(json.dumps(export))
+    store, _, executed = run_local(config(tmp_path, clue_edits=str(path)))
+    assert executed["fakebench_items"] == 1
+    got = {r["sample_id"]: r for r in ok(store, "fakebench_items") if r["task"] == "fakeclue"}
+    assert got[sid]["answer"] == "A person wrote this clue."
+    assert got[sid]["golden_source"] == "human-edited"
+    assert all(r["golden_source"] == "offline-diff" for s, r in got.items() if s != sid)
+    (bad,) = [r for r in rows(store, "fakebench_items") if r["item_id"].endswith("not-applied")]
+    assert bad["status"] == "error" and "1 edited clue in ls.json" in bad["error"]
+    assert "no-such-sample" in bad["error"]
+
+
+def test_constant_reference_scores_exactly_the_share_of_its_belief(tmp_path):
+    model = {"name": "always-fake", "kind": "constant", "belief": "fake"}
+    store, _, _ = run_local(config(tmp_path, models=[model]))
+    sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    # "Yes." to "fake?", "No." to "real?", "fake" to "what?": right on fakes, wrong on reals
+    assert sc["always-fake/fakeclass/label=fake"]["accuracy"] == 1.0
+    assert sc["always-fake/fakeclass/label=real"]["accuracy"] == 0.0
+    assert sc["always-fake/fakeclass/all=all"]["accuracy"] == 0.5
+    gens = {r["group"]: r for r in sc.values() if r["group_kind"] == "generator"}
+    assert gens["real"]["accuracy"] == 0.0 and "real" in gens and len(gens) >= 2
+    assert all(r["accuracy"] == 1.0 for g, r in gens.items() if g != "real")
+    assert sum(r["n"] for r in gens.values()) == sc["always-fake/fakeclass/all=all"]["n"]
+    clue = sc.get("always-fake/fakeclue/mode=inference")
+    if clue is not None:  # the verdict after its (empty) reasoning is always fake
+        assert clue["accuracy"] == 1.0 and clue["completeness"] is None
+        assert clue["completeness_reason"].startswith("no judge")
+    answers = ok(store, "fakebench_answers")
+    assert {(a["backend"], a["model"]) for a in answers} == {("offline", "constant-fake")}
+    # the same numbers in `forenset fakebench RUN_DIR` and in the HTML report
+    from typer.testing import CliRunner
+
+    from forenset.cli import app
+    from forenset.report.html import render_report
+
+    res = CliRunner().invoke(app, ["fakebench", str(store.root)])
+    assert res.exit_code == 0, res.output
+    assert "FakeClass" in res.output and "always-fake" in res.output
+    assert "100.00" in res.output and "50.00" in res.output  # fake subset, overall
+    assert "no judge model configured" in res.output  # the dash's reason
+    html = render_report(store, gallery=0)
+    assert "<h2>FakeBench</h2>" in html and "always-fake" in html
+
+
+def test_fakebench_command_without_scores_says_why(tmp_path):
+    from typer.testing import CliRunner
+
+    from forenset.cli import app
+
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(app, ["fakebench", str(tmp_path / "empty")])
+    assert res.exit_code == 1 and "no fakebench_scores" in res.output
+
+
+def test_the_fakebench_example_config_validates():
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = validate_config(yaml.safe_load((root / "examples" / "fakebench.yaml").read_text()))
+    assert cfg.fakebench.enabled and [m.kind for m in cfg.fakebench.models] == ["constant"] * 2
+
+
+def test_changing_one_part_recomputes_only_what_depends_on_it(tmp_path):
+    fake = {"name": "always-fake", "kind": "constant", "belief": "fake"}
+    real = {"name": "always-real", "kind": "constant", "belief": "real"}
+    run_local(config(tmp_path, models=[fake]))
+    _, _, again = run_local(config(tmp_path, models=[fake]))
+    assert not any(again[s] for s in STAGES)
+    _, _, judge = run_local(config(tmp_path, models=[fake], judge_rounds=3))
+    assert (judge["fakebench_items"], judge["fakebench_answers"], judge["fakebench_scores"]) == (
+        0, 0, 1,
+    )  # fmt: skip
+    store, _, more = run_local(config(tmp_path, models=[fake, real], judge_rounds=3))
+    assert (more["fakebench_items"], more["fakebench_answers"], more["fakebench_scores"]) == (
+        0, 1, 1,
+    )  # fmt: skip
+    assert {r["answerer"] for r in ok(store, "fakebench_scores")} == {"always-fake", "always-real"}
+
+
+def test_failed_judge_rounds_are_left_out_and_asked_again_on_rebuild(tmp_path):
+    from forenset.testing._base import Fault
+
+    model = {"name": "always-fake", "kind": "constant", "belief": "fake"}
+    with FakeOpenAI(reply=scripted) as srv:
+        srv.fault_for = lambda body: (
+            Fault(status=500) if "How is the" in request_text(body) else None
+        )
+        cfg = config(tmp_path, models=[model], judge=llm("openai", srv), judge_rounds=2)
+        store, _, _ = run_local(cfg)
+        got = {r["score_id"]: r for r in rows(store, "fakebench_scores")}
+        (bad,) = [r for r in got.values() if r["status"] == "error"]
+        assert bad["retryable"] and "judge round" in bad["error"]
+        qa = got["always-fake/fakeqa/all=all"]  # every FakeQA round failed: null with the error
+        assert qa["completeness"] is None and "500" in qa["completeness_reason"]
+        assert got["always-fake/fakeclue/mode=inference"]["completeness"] == 2
+        srv.fault_for = None
+        store, _, again = run_local(cfg)
+    assert again["fakebench_scores"] == 1 and again["fakebench_items"] == 0
+    got = {r["score_id"]: r for r in rows(store, "fakebench_scores")}
+    assert all(r["status"] == "ok" for r in got.values())
+    assert got["always-fake/fakeqa/all=all"]["completeness"] == 2
