@@ -86,6 +86,7 @@ class ChatResult:
     prompt_hash: str = ""
     cache_key: str = ""
     batch_id: str | None = None
+    refused_by: str | None = None  # backend/model that refused before another pool model answered
 
     @property
     def ok(self) -> bool:
@@ -176,8 +177,10 @@ class LLMCallError(Exception):
         retry_after_s: float | None = None,
         throttled: bool = False,
         headers: dict[str, str] | None = None,
+        refused: bool = False,
     ) -> None:
         super().__init__(reason)
+        self.refused = refused  # the model declined (content policy): another model may not
         self.reason = reason
         self.retryable = retryable
         self.status = status
