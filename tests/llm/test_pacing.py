@@ -127,3 +127,15 @@ def test_a_second_refusal_is_final_and_a_lone_model_gets_no_fallback(stage):
         assert all(r.refused_by != f"openai/{r.model}" for r in out)  # the other model's
         [lone] = run_chat([req(9)], settings(m1), build_seed=1, stage=stage + "x", cache=None)
         assert lone.status == "error" and lone.refused_by is None and lone.attempts == 1
+
+
+def test_models_of_one_rate_group_pace_through_one_limiter(stage):
+    with FakeOpenAI() as server:
+        a = openai_spec(server, model="a", rpm=6000, rate_group="srv")
+        b = openai_spec(server, model="b", rpm=6000, rate_group="srv")
+        c = openai_spec(server, model="c", rpm=6000)
+        run_chat(
+            [req(i) for i in range(8)], settings(a, b, c), build_seed=1, stage=stage, cache=None
+        )
+        [used_a, used_b, used_c] = [r for r in (limiter_stats(s)["requests"] for s in (a, b, c))]
+        assert used_a == used_b and used_a + used_c == 8 and used_c < 8

@@ -151,7 +151,7 @@ class ModelLimiter:
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> ModelLimiter:
-        key = (spec.backend, spec.base_url or "", spec.model)
+        key = (spec.backend, spec.base_url or "", spec.rate_group or spec.model)
         req = Pacer(spec.rpm / 60.0) if spec.rpm else None
         tok = Pacer(spec.tpm / 60.0) if spec.tpm else None
         return cls(key, AdaptiveConcurrency(spec.max_concurrency), req, tok, spec.rpm, spec.tpm)

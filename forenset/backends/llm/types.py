@@ -136,6 +136,8 @@ class ModelSpec(BaseModel):
     batch_poll_s: float = operational(30.0, gt=0)
     batch_wait_s: float = operational(24 * 3600.0, ge=0)  # give up waiting (items retryable) after
     prefect_rate_limit: str | None = operational(None)  # name of a Prefect global concurrency limit
+    # models that share one provider limit (one self-hosted server) pace through one limiter
+    rate_group: str | None = operational(None)
     params: dict[str, Any] = Field(default_factory=dict)  # extra body / config fields
 
     @property
