@@ -123,8 +123,11 @@ def test_one_isolated_429_holds_only_its_item_a_second_holds_the_model():
     assert lim.paused_until == held
 
 
-def test_429_saying_nothing_remains_holds_the_model_at_once():
+def test_429_headers_decide_the_hold_nothing_remaining_holds_at_once():
     lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m"))
+    some_left = {"x-ratelimit-remaining-requests": "12", "x-ratelimit-remaining-tokens": "900"}
+    assert [lim.on_throttle(1.0, some_left) for _ in range(3)] == [False] * 3
+    assert lim.paused_until == 0.0 and lim.stats.throttled == 3
     assert lim.on_throttle(0.3, {"x-ratelimit-remaining-requests": "0"}) is True
     assert lim.paused_until > 0
 

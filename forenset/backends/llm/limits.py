@@ -191,18 +191,23 @@ class ModelLimiter:
     ) -> bool:
         """Count a 429; hold the whole model only when the server's window is shown full.
 
-        One isolated 429 is evidence about one request: its item waits its Retry-After (the
-        retry policy does that) and every other request goes on. The model is held for the
-        Retry-After when the 429 says nothing remains (x-ratelimit-remaining-* = 0) or a
-        second 429 follows within ``window_s``. Returns whether the model was held.
+        One 429 is evidence about one request: its item waits its Retry-After (the retry
+        policy does that) and every other request goes on. The model is held for the
+        Retry-After when the 429's x-ratelimit-remaining-* headers say nothing remains; a
+        429 whose headers say some remain (a per-request throttle, an overloaded replica)
+        never holds it. Without such headers, a second 429 within ``window_s`` of the last
+        is taken as a full window. Returns whether the model was held.
         """
         now = time.monotonic()
         h = {k.lower(): v for k, v in (headers or {}).items()}
-        exhausted = any(
-            (v := _num(h.get(f"x-ratelimit-remaining-{kind}"))) is not None and v <= 0
-            for kind in ("requests", "tokens")
-        )
-        corroborated = exhausted or now - self.last_throttle <= self.window_s
+        remaining = [
+            _num(h.get(f"x-ratelimit-remaining-{kind}")) for kind in ("requests", "tokens")
+        ]
+        known = [v for v in remaining if v is not None]
+        if known:
+            corroborated = any(v <= 0 for v in known)
+        else:
+            corroborated = now - self.last_throttle <= self.window_s
         self.last_throttle = now
         self.stats.throttled += 1
         self.concurrency.on_throttle()
