@@ -57,9 +57,11 @@ def _serve(conn: Any, rps: float, latency: float, fault_rate: float, seed: int) 
     )
     rng = random.Random(seed)
     injected = dict.fromkeys(KINDS, 0)
+    admitted: list[float] = []  # arrival times of requests the window let through
 
     def fault_for(body: dict[str, Any]) -> Fault | None:
         with server.lock:
+            admitted.append(time.monotonic())
             if rng.random() >= fault_rate:
                 return None
             kind = KINDS[rng.randrange(len(KINDS))]
@@ -89,6 +91,9 @@ def _serve(conn: Any, rps: float, latency: float, fault_rate: float, seed: int) 
                         "sent": server.counts.get("/v1/chat/completions", 0),
                         "over_rate_429": server.rate_limited,
                         "injected": dict(injected),
+                        "admitted_rps": (len(admitted) - 1) / (admitted[-1] - admitted[0])
+                        if len(admitted) > 1
+                        else 0.0,
                     }
                 )
         else:
@@ -102,6 +107,8 @@ def _serve(conn: Any, rps: float, latency: float, fault_rate: float, seed: int) 
 
 def forenset_worker(base_url: str, n: int, rpm: float, conc: int, retries: int) -> dict:
     os.environ["PEER_BENCH_KEY"] = "sk-bench"
+    import openai  # noqa: F401  # imported before the clock starts, as Curator's SDKs are
+
     from forenset.backends.llm import ChatRequest, LLMSettings, ModelSpec, run_chat
 
     pool = [
@@ -285,7 +292,7 @@ def main() -> None:
         f"{args.n} requests, server {args.rps:g} req/s strict window, {args.latency:g} s latency;"
         f" clients {args.rpm:g} req/min, {args.concurrency} in flight, {args.retries} retries"
     )
-    hdr = f"{'mode':7} {'client':9} {'wall s':>7} {'ok':>8} {'ok/s':>6} {'sent':>5} {'429 over':>8}"
+    hdr = f"{'mode':7} {'client':9} {'wall s':>7} {'ok':>8} {'ok/s':>6} {'sent':>5} {'429 over':>8} {'adm/s':>5}"
     print(hdr + "  notes")
     for rnd in range(args.rounds):
         for mode in args.modes.split(","):
@@ -302,7 +309,7 @@ def main() -> None:
                     notes += f" injected {sum(res['injected'].values())}"
                 print(
                     f"{mode:7} {client:9} {res['wall_s']:7.1f} {res['ok']:>4}/{args.n:<3} "
-                    f"{res['ok'] / res['wall_s']:6.1f} {res['sent']:5} {res['over_rate_429']:8}  "
+                    f"{res['ok'] / res['wall_s']:6.1f} {res['sent']:5} {res['over_rate_429']:8} {res['admitted_rps']:5.1f}  "
                     + notes,
                     flush=True,
                 )

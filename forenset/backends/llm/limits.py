@@ -25,14 +25,15 @@ class Pacer:
     seconds at most ``rate * T`` units plus one request leave. Waiters go in FIFO order; only
     the head sleeps, and it re-reads ``next_at`` after waking, so a ``hold`` placed while it
     sleeps still applies. Actual sizes are settled later with ``adjust`` (debt moves the
-    next instant on, a refund moves it back). ``slack_s``: a send that wakes late (a busy
-    event loop) may take back at most this much of its lateness, so a few milliseconds of
-    loop lag per send do not add up to a lower rate, while bursts stay impossible.
+    next instant on, a refund moves it back). ``slack``: a send that wakes late (a busy
+    event loop) may take back at most this fraction of its own spacing from its lateness,
+    so milliseconds of loop lag per send do not add up to a lower rate; any window then
+    holds at most ``slack`` of one send more, never a burst.
     """
 
-    def __init__(self, rate_per_s: float, slack_s: float = 0.005) -> None:
+    def __init__(self, rate_per_s: float, slack: float = 0.5) -> None:
         self.rate = rate_per_s
-        self.slack_s = slack_s
+        self.slack = slack
         self.next_at = time.monotonic()
         self._lock = asyncio.Lock()
 
@@ -51,7 +52,8 @@ class Pacer:
         async with self._lock:
             while (wait := self.next_at - time.monotonic()) > 0:
                 await asyncio.sleep(wait)
-            self.next_at = max(self.next_at, time.monotonic() - self.slack_s) + n / self.rate
+            step = n / self.rate
+            self.next_at = max(self.next_at, time.monotonic() - self.slack * step) + step
 
 
 class AdaptiveConcurrency:
