@@ -128,6 +128,7 @@ def test_429_headers_decide_the_hold_nothing_remaining_holds_at_once():
     some_left = {"x-ratelimit-remaining-requests": "12", "x-ratelimit-remaining-tokens": "900"}
     assert [lim.on_throttle(1.0, some_left) for _ in range(3)] == [False] * 3
     assert lim.paused_until == 0.0 and lim.stats.throttled == 3
+    assert lim.concurrency.limit == lim.concurrency.maximum  # no overload shown: no AIMD cut
     assert lim.on_throttle(0.3, {"x-ratelimit-remaining-requests": "0"}) is True
     assert lim.paused_until > 0
 

@@ -198,7 +198,9 @@ class ModelLimiter:
         Retry-After when the 429's x-ratelimit-remaining-* headers say nothing remains; a
         429 whose headers say some remain (a per-request throttle, an overloaded replica)
         never holds it. Without such headers, a second 429 within ``window_s`` of the last
-        is taken as a full window. Returns whether the model was held.
+        is taken as a full window. Only a full window cuts the AIMD concurrency too (random
+        429s from a healthy server would otherwise starve it). Returns whether the model was
+        held.
         """
         now = time.monotonic()
         h = {k.lower(): v for k, v in (headers or {}).items()}
@@ -212,8 +214,10 @@ class ModelLimiter:
             corroborated = now - self.last_throttle <= self.window_s
         self.last_throttle = now
         self.stats.throttled += 1
-        self.concurrency.on_throttle()
-        if corroborated and retry_after_s:
+        if not corroborated:
+            return False
+        self.concurrency.on_throttle()  # an overload signal: fewer in flight for a while
+        if retry_after_s:
             self.stats.holds += 1
             self.pause(retry_after_s)
             return True
