@@ -320,10 +320,12 @@ def main() -> None:
             rs = [r for r in runs if r["mode"] == mode and r["client"] == client]
             rate[client] = statistics.median(r["ok"] / r["wall_s"] for r in rs)
             wall = statistics.median(r["wall_s"] for r in rs)
-            missing = max(args.n - r["ok"] for r in rs)
+            missing = max(args.n - r["rows"] for r in rs)
+            not_ok = max(args.n - r["ok"] for r in rs)
             print(
                 f"{mode:7} {client:9} wall {wall:5.1f} s  {rate[client]:5.1f} ok/s  "
-                f"÷ limit {rate[client] / args.rps:.2f}  most rows missing {missing}"
+                f"÷ limit {rate[client] / args.rps:.2f}  most rows missing {missing}, "
+                f"not ok {not_ok}"
             )
         if "forenset" in rate and "curator" in rate:
             print(
