@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -16,25 +17,31 @@ from forenset.backends.llm.types import ModelSpec
 
 
 class Pacer:
-    """Even pacing at ``rate_per_s`` units per second: no stored credit, so no bursts.
+    """Even pacing at ``rate_per_s`` units per second, never more than a window's worth.
 
     Why not a token bucket: a bucket that starts full (or refills while idle) lets a whole
     window's worth go out at once, and a server that counts over a one-second window then
     sees up to twice its limit in that second. Here each acquire of ``n`` units waits for the
-    pacer's next free instant and moves it ``n / rate`` seconds on, so over any span of ``T``
-    seconds at most ``rate * T`` units plus one request leave. Waiters go in FIFO order; only
-    the head sleeps, and it re-reads ``next_at`` after waking, so a ``hold`` placed while it
-    sleeps still applies. Actual sizes are settled later with ``adjust`` (debt moves the
-    next instant on, a refund moves it back). ``slack``: a send that wakes late (a busy
-    event loop) may take back at most this fraction of its own spacing from its lateness,
-    so milliseconds of loop lag per send do not add up to a lower rate; any window then
-    holds at most ``slack`` of one send more, never a burst.
+    pacer's next free instant and moves it ``n / rate`` seconds on, and a log of the last
+    ``window_s`` seconds keeps any window to ``rate * window_s`` units (one oversized request
+    may go alone). Waiters go in FIFO order; only the head sleeps, and it re-reads
+    ``next_at`` after waking, so a ``hold`` placed while it sleeps still applies.
+
+    Loop lag: when sends are queued and the head wakes late (a busy event loop), it may take
+    back up to ``catchup_s`` of that lateness, so milliseconds of lag per send do not add up
+    to a lower rate; the window log still caps what any window holds. After an idle spell
+    nothing is taken back, so the next sends are evenly spaced from the first.
+    Actual sizes are settled later with ``adjust`` (debt moves the next instant on, a refund
+    moves it back).
     """
 
-    def __init__(self, rate_per_s: float, slack: float = 0.5) -> None:
+    def __init__(self, rate_per_s: float, window_s: float = 1.0, catchup_s: float = 0.25) -> None:
         self.rate = rate_per_s
-        self.slack = slack
+        self.window_s = window_s
+        self.catchup_s = catchup_s
         self.next_at = time.monotonic()
+        self.sent: deque[tuple[float, float]] = deque()  # (time, units) of the last window
+        self.in_window = 0.0
         self._lock = asyncio.Lock()
 
     def set_rate(self, rate_per_s: float) -> None:
@@ -48,12 +55,27 @@ class Pacer:
         """Send nothing before ``until`` (monotonic seconds); later sends stay evenly paced."""
         self.next_at = max(self.next_at, until)
 
+    def _window_wait(self, n: float, now: float) -> float:
+        while self.sent and now - self.sent[0][0] >= self.window_s:
+            self.in_window -= self.sent.popleft()[1]
+        if not self.sent or self.in_window + n <= self.rate * self.window_s + 1e-9:
+            return 0.0
+        return self.sent[0][0] + self.window_s - now
+
     async def acquire(self, n: float = 1.0) -> None:
+        queued = self._lock.locked()
         async with self._lock:
-            while (wait := self.next_at - time.monotonic()) > 0:
+            while True:
+                now = time.monotonic()
+                wait = max(self.next_at - now, self._window_wait(n, now))
+                if wait <= 0:
+                    break
+                queued = True
                 await asyncio.sleep(wait)
-            step = n / self.rate
-            self.next_at = max(self.next_at, time.monotonic() - self.slack * step) + step
+            floor = now - self.catchup_s if queued else now
+            self.next_at = max(self.next_at, floor) + n / self.rate
+            self.sent.append((now, n))
+            self.in_window += n
 
 
 class AdaptiveConcurrency:
