@@ -73,10 +73,11 @@ def submit(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def limiter_for(spec: ModelSpec) -> ModelLimiter:
-    """The limiter of (backend, base_url, model); the first spec to ask sets its numbers.
+    """The limiter of (backend, base_url, model), or of (backend, base_url, rate_group) for
+    models that share one limit; the first spec to ask sets its numbers.
 
     Call on the API loop only."""
-    key = (spec.backend, spec.base_url or "", spec.model)
+    key = (spec.backend, spec.base_url or "", spec.rate_group or spec.model)
     if key not in _LIMITERS:
         _LIMITERS[key] = ModelLimiter.from_spec(spec)
     return _LIMITERS[key]

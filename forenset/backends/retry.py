@@ -117,7 +117,7 @@ async def attempt(
         if failure is not None:
             limiter.update_from_headers(failure.headers)
             if failure.throttled:
-                limiter.on_throttle(failure.retry_after_s)
+                limiter.on_throttle(failure.retry_after_s, failure.headers)
         else:
             assert reply is not None
             limiter.update_from_headers(reply.headers)
@@ -153,7 +153,11 @@ def error_from_status(
     low = message.lower()
     if status == 400 and (code in _POLICY_CODES or "content policy" in low or "safety" in low):
         return LLMCallError(
-            f"refused (content policy): {message}", retryable=False, status=status, headers=headers
+            f"refused (content policy): {message}",
+            retryable=False,
+            status=status,
+            headers=headers,
+            refused=True,
         )
     return LLMCallError(
         f"HTTP {status}: {message}", retryable=False, status=status, headers=headers

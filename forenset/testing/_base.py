@@ -66,6 +66,47 @@ class RateWindow:
             return (1.0 - self.level) / self.rps
 
 
+class SlidingWindow:
+    """Strict server-side limit: at most ``rps`` requests in any one-second window.
+
+    Unlike RateWindow it keeps no burst credit: a client must spread its requests evenly,
+    and the Retry-After it gets is the exact time until the oldest request leaves the window.
+    """
+
+    def __init__(self, rps: float, window_s: float = 1.0) -> None:
+        self.rps = rps
+        self.window_s = window_s
+        self.limit = int(rps * window_s)
+        self.sent: deque[float] = deque()
+        self.lock = threading.Lock()
+
+    def _expire(self, now: float) -> None:
+        while self.sent and now - self.sent[0] >= self.window_s:
+            self.sent.popleft()
+
+    def take(self) -> float:
+        """Return 0.0 when admitted, else the seconds until a request would be admitted."""
+        with self.lock:
+            now = time.monotonic()
+            self._expire(now)
+            if len(self.sent) < self.limit:
+                self.sent.append(now)
+                return 0.0
+            return max(1e-3, self.sent[0] + self.window_s - now)
+
+    def remaining(self) -> int:
+        with self.lock:
+            self._expire(time.monotonic())
+            return max(0, self.limit - len(self.sent))
+
+    def reset_s(self) -> float:
+        """Seconds until the oldest request in the window leaves it (0 when empty)."""
+        with self.lock:
+            now = time.monotonic()
+            self._expire(now)
+            return max(0.0, self.sent[0] + self.window_s - now) if self.sent else 0.0
+
+
 def instance_for_schema(
     schema: dict[str, Any], text: str, root: dict[str, Any] | None = None
 ) -> Any:
@@ -176,6 +217,9 @@ class FakeServer:
     return a Fault chosen from the request itself (checked first); ``latency_s`` delays
     every generation reply; ``rate_limit_rps`` makes the server answer 429 + Retry-After
     beyond that rate; ``ratelimit_headers`` adds x-ratelimit-* headers to every reply.
+    ``strict_window`` counts the rate over a sliding one-second window with no burst credit
+    (SlidingWindow) instead of a bucket with one second of burst; ``rate_limited`` counts the
+    429s the rate limit gave (injected 429 faults are not counted).
     """
 
     def __init__(
@@ -184,9 +228,14 @@ class FakeServer:
         latency_s: float = 0.0,
         rate_limit_rps: float | None = None,
         ratelimit_headers: bool = False,
+        strict_window: bool = False,
     ) -> None:
         self.latency_s = latency_s
-        self.rate = RateWindow(rate_limit_rps) if rate_limit_rps else None
+        self.rate: RateWindow | SlidingWindow | None = None
+        if rate_limit_rps:
+            window = SlidingWindow if strict_window else RateWindow
+            self.rate = window(rate_limit_rps)
+        self.rate_limited = 0
         self.ratelimit_headers = ratelimit_headers
         self.faults: deque[Fault] = deque()
         self.fault_for: Callable[[dict[str, Any]], Fault | None] | None = None
@@ -297,17 +346,26 @@ class FakeServer:
 
     def throttle_wait(self) -> float:
         """0.0 when the rate limit admits this request, else seconds to wait."""
-        return self.rate.take() if self.rate else 0.0
+        wait = self.rate.take() if self.rate else 0.0
+        if wait > 0:
+            with self.lock:
+                self.rate_limited += 1
+        return wait
 
     def limit_headers(self) -> dict[str, str]:
         if not (self.ratelimit_headers and self.rate):
             return {}
         rpm = int(self.rate.rps * 60)
-        remaining = max(0, int(self.rate.level * 60))
+        reset = "1s"
+        if isinstance(self.rate, SlidingWindow):  # what is left of the current second
+            remaining = self.rate.remaining()
+            reset = f"{int(self.rate.reset_s() * 1000)}ms"
+        else:
+            remaining = max(0, int(self.rate.level * 60))
         return {
             "x-ratelimit-limit-requests": str(rpm),
             "x-ratelimit-remaining-requests": str(remaining),
-            "x-ratelimit-reset-requests": "1s",
+            "x-ratelimit-reset-requests": reset,
             "x-ratelimit-limit-tokens": str(rpm * 1000),
             "x-ratelimit-remaining-tokens": str(rpm * 1000),
             "x-ratelimit-reset-tokens": "1s",

@@ -91,13 +91,17 @@ class FakeOpenAI(FakeServer):
         latency_s: float = 0.0,
         rate_limit_rps: float | None = None,
         ratelimit_headers: bool = False,
+        strict_window: bool = False,
         reply: Callable[[dict[str, Any]], str | dict[str, Any]] | None = None,
         image_reply: Callable[[str, bytes | None, dict[str, Any]], bytes] | None = None,
         batch_polls_to_complete: int = 1,
         batch_expire_after: int | None = None,
     ) -> None:
         super().__init__(
-            latency_s=latency_s, rate_limit_rps=rate_limit_rps, ratelimit_headers=ratelimit_headers
+            latency_s=latency_s,
+            rate_limit_rps=rate_limit_rps,
+            ratelimit_headers=ratelimit_headers,
+            strict_window=strict_window,
         )
         self.reply = reply
         self.image_reply = image_reply

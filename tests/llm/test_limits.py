@@ -10,7 +10,7 @@ from forenset.backends.llm import extract_json
 from forenset.backends.llm.limits import (
     AdaptiveConcurrency,
     ModelLimiter,
-    TokenBucket,
+    Pacer,
     parse_duration,
     retry_after_from,
 )
@@ -38,20 +38,19 @@ def test_extract_json_variants():
         extract_json("no json here")
 
 
-def test_token_bucket_burst_debt_and_rate_change():
-    async def go():
-        b = TokenBucket(rate_per_s=1000.0, capacity=5.0)
-        for _ in range(5):
-            await b.acquire()
-        assert b.level < 1.0
-        b.adjust(10)  # charged more than estimated: debt
-        assert b.level < -8.0
-        b.set_rate(2000.0, 2.0)
-        assert b.capacity == 2.0 and b.rate == 2000.0
-        b.cap_level(-20.0)
-        assert b.level <= -20.0
-
-    asyncio.run(go())
+def test_pacer_debt_refund_hold_and_rate_change():
+    p = Pacer(rate_per_s=10.0)
+    t0 = p.next_at
+    p.adjust(5)  # charged 5 units more than estimated: the next send moves 0.5 s on
+    assert p.next_at == pytest.approx(t0 + 0.5)
+    p.adjust(-2)
+    assert p.next_at == pytest.approx(t0 + 0.3)
+    p.hold(t0 + 0.1)  # an earlier hold does not pull the next send forward
+    assert p.next_at == pytest.approx(t0 + 0.3)
+    p.hold(t0 + 2.0)
+    assert p.next_at == t0 + 2.0
+    p.set_rate(20.0)
+    assert p.rate == 20.0
 
 
 def test_aimd_cuts_once_per_burst_and_recovers():
@@ -83,8 +82,8 @@ def test_aimd_bounds_in_flight():
 
 
 def test_headers_teach_limits_and_pause_at_zero():
-    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", rpm=60))
-    assert lim.requests is not None and lim.requests.rate == 1.0
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m"))
+    assert lim.requests is None and lim.tokens is None
     lim.update_from_headers(
         {
             "x-ratelimit-limit-requests": "600",
@@ -93,8 +92,44 @@ def test_headers_teach_limits_and_pause_at_zero():
             "x-ratelimit-limit-tokens": "60000",
         }
     )
-    assert lim.requests.rate == 10.0
+    assert lim.requests is not None and lim.requests.rate == 10.0
     assert lim.tokens is not None and lim.tokens.rate == 1000.0
+    assert lim.paused_until > 0
+    assert lim.requests.next_at >= lim.paused_until  # the pacer honours the hold too
+
+
+def test_headers_may_lower_the_configured_caps_but_never_raise_them():
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", rpm=60, tpm=6000))
+    assert lim.requests is not None and lim.tokens is not None
+    lim.update_from_headers(
+        {"x-ratelimit-limit-requests": "600", "x-ratelimit-limit-tokens": "60000"}
+    )
+    assert lim.requests.rate == 1.0 and lim.tokens.rate == 100.0
+    lim.update_from_headers({"x-ratelimit-limit-requests": "30", "x-ratelimit-limit-tokens": "600"})
+    assert lim.requests.rate == 0.5 and lim.tokens.rate == 10.0
+    lim.update_from_headers({"x-ratelimit-limit-requests": "6000"})  # back up: only to the cap
+    assert lim.requests.rate == 1.0
+
+
+def test_one_isolated_429_holds_only_its_item_a_second_holds_the_model():
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", rpm=600))
+    assert lim.on_throttle(2.0) is False  # one 429: its item waits, the model goes on
+    assert lim.paused_until == 0.0 and lim.stats.holds == 0
+    assert lim.on_throttle(0.5) is True  # a second within the window: the window is full
+    held = lim.paused_until
+    assert held > 0 and lim.stats.holds == 1 and lim.stats.throttled == 2
+    assert lim.requests is not None and lim.requests.next_at >= held
+    lim.on_throttle(0.1)  # a shorter Retry-After does not shorten, and holds never add up
+    assert lim.paused_until == held
+
+
+def test_429_headers_decide_the_hold_nothing_remaining_holds_at_once():
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m"))
+    some_left = {"x-ratelimit-remaining-requests": "12", "x-ratelimit-remaining-tokens": "900"}
+    assert [lim.on_throttle(1.0, some_left) for _ in range(3)] == [False] * 3
+    assert lim.paused_until == 0.0 and lim.stats.throttled == 3
+    assert lim.concurrency.limit == lim.concurrency.maximum  # no overload shown: no AIMD cut
+    assert lim.on_throttle(0.3, {"x-ratelimit-remaining-requests": "0"}) is True
     assert lim.paused_until > 0
 
 

@@ -30,7 +30,7 @@ from forenset.backends.llm.jsonout import parse_reply, repair_message
 from forenset.backends.llm.limits import ModelLimiter, estimate_tokens
 from forenset.backends.llm.offline import OfflineChat
 from forenset.backends.llm.openai_chat import OpenAIChat
-from forenset.backends.llm.pool import choose_model
+from forenset.backends.llm.pool import choose_model, fallback_model
 from forenset.backends.llm.secrets import redact
 from forenset.backends.llm.types import (
     ChatRequest,
@@ -85,6 +85,7 @@ class _Item:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    refused_by: str | None = None
     t0: float = field(default_factory=time.monotonic)
 
 
@@ -209,6 +210,7 @@ class Engine:
             prompt_hash=r.prompt_hash,
             cache_key=item.key,
             batch_id=batch_id,
+            refused_by=item.refused_by,
         )
 
     async def from_cache(
@@ -279,7 +281,8 @@ class Engine:
         extra: Turns | None = None,
         repairs_used: int = 0,
     ) -> ChatResult:
-        """Cache, budget, limiter, retries with backoff, one repair turn; never raises."""
+        """Cache, budget, limiter, retries with backoff, one repair turn, and one try on
+        another pool model after a refusal (recorded as ``refused_by``); never raises."""
         hit = await self.from_cache(item, cache, state)
         if hit is not None:
             return hit
@@ -325,6 +328,18 @@ class Engine:
                 )
             state.calls += 1
             failure = sent.failure
+            if failure is not None and failure.refused and item.refused_by is None:
+                other = fallback_model(settings.pool, spec, build_seed, stage, req.item_id)
+                if other is not None:
+                    log.info("%s refused item %s; trying %s", spec.label, req.item_id, other.label)
+                    item.refused_by, item.spec = spec.label, other
+                    item.key = self.make_item(req, other).key
+                    hit = await self.from_cache(item, cache, state)
+                    if hit is not None:
+                        return hit
+                    spec, backend = other, self.backends[other.backend]
+                    limiter = self.limiter_for(other) if other.backend != "offline" else None
+                    continue
             if failure is not None:
                 if await policy.wait_to_retry(failure, retries, rng):
                     retries += 1
@@ -440,6 +455,7 @@ def limiter_stats(spec: ModelSpec) -> dict[str, Any]:
         return {
             "requests": lim.stats.requests,
             "throttled": lim.stats.throttled,
+            "holds": lim.stats.holds,
             "header_updates": lim.stats.header_updates,
             "concurrency_limit": lim.concurrency.limit,
             "rpm": lim.requests.rate * 60 if lim.requests else None,

@@ -77,11 +77,13 @@ def reply_from_response(resp: types.GenerateContentResponse, headers: dict[str, 
     """RawReply from a GenerateContentResponse, or a terminal error for blocked replies."""
     feedback = resp.prompt_feedback
     if feedback is not None and feedback.block_reason:
-        raise LLMCallError(f"refused: prompt blocked ({feedback.block_reason})", retryable=False)
+        raise LLMCallError(
+            f"refused: prompt blocked ({feedback.block_reason})", retryable=False, refused=True
+        )
     cand = resp.candidates[0] if resp.candidates else None
     reason = str(cand.finish_reason.value if cand and cand.finish_reason else "")
     if reason in _BLOCKED:
-        raise LLMCallError(f"refused: finish reason {reason}", retryable=False)
+        raise LLMCallError(f"refused: finish reason {reason}", retryable=False, refused=True)
     parts = (cand.content.parts or []) if cand and cand.content else []
     text = "".join(p.text for p in parts if p.text and not p.thought)
     usage = resp.usage_metadata

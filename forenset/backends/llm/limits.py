@@ -1,4 +1,4 @@
-"""Throughput control per (backend, base_url, model): token buckets + AIMD concurrency.
+"""Throughput control per (backend, base_url, model): even pacers + AIMD concurrency.
 
 All limiter objects live on the process's one API loop (see ../apiloop.py), so every
 shard/thread of the process shares them without locks.
@@ -9,51 +9,73 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from forenset.backends.llm.types import ModelSpec
 
 
-class TokenBucket:
-    """``rate_per_s`` tokens per second, burst of ``capacity``; FIFO waiters; debt allowed."""
+class Pacer:
+    """Even pacing at ``rate_per_s`` units per second, never more than a window's worth.
 
-    def __init__(self, rate_per_s: float, capacity: float) -> None:
+    Why not a token bucket: a bucket that starts full (or refills while idle) lets a whole
+    window's worth go out at once, and a server that counts over a one-second window then
+    sees up to twice its limit in that second. Here each acquire of ``n`` units waits for the
+    pacer's next free instant and moves it ``n / rate`` seconds on, and a log of the last
+    ``window_s`` seconds keeps any window to ``rate * window_s`` units (one oversized request
+    may go alone). Waiters go in FIFO order; only the head sleeps, and it re-reads
+    ``next_at`` after waking, so a ``hold`` placed while it sleeps still applies.
+
+    Loop lag: when sends are queued and the head wakes late (a busy event loop), it may take
+    back up to ``catchup_s`` of that lateness, so milliseconds of lag per send do not add up
+    to a lower rate; the window log still caps what any window holds. After an idle spell
+    nothing is taken back, so the next sends are evenly spaced from the first.
+    Actual sizes are settled later with ``adjust`` (debt moves the next instant on, a refund
+    moves it back).
+    """
+
+    def __init__(self, rate_per_s: float, window_s: float = 1.0, catchup_s: float = 0.25) -> None:
         self.rate = rate_per_s
-        self.capacity = capacity
-        self.level = capacity
-        self.t = time.monotonic()
+        self.window_s = window_s
+        self.catchup_s = catchup_s
+        self.next_at = time.monotonic()
+        self.sent: deque[tuple[float, float]] = deque()  # (time, units) of the last window
+        self.in_window = 0.0
         self._lock = asyncio.Lock()
 
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self.level = min(self.capacity, self.level + (now - self.t) * self.rate)
-        self.t = now
-
-    def set_rate(self, rate_per_s: float, capacity: float) -> None:
-        self._refill()
-        self.rate, self.capacity = rate_per_s, capacity
-        self.level = min(self.level, capacity)
-
-    def cap_level(self, level: float) -> None:
-        """Never believe we have more than the server says remains."""
-        self._refill()
-        self.level = min(self.level, level)
+    def set_rate(self, rate_per_s: float) -> None:
+        self.rate = rate_per_s
 
     def adjust(self, delta: float) -> None:
-        """Charge (positive) or refund (negative) after the real size is known."""
-        self._refill()
-        self.level -= delta
+        """Charge (positive) or refund (negative) units once the real size is known."""
+        self.next_at += delta / self.rate
+
+    def hold(self, until: float) -> None:
+        """Send nothing before ``until`` (monotonic seconds); later sends stay evenly paced."""
+        self.next_at = max(self.next_at, until)
+
+    def _window_wait(self, n: float, now: float) -> float:
+        while self.sent and now - self.sent[0][0] >= self.window_s:
+            self.in_window -= self.sent.popleft()[1]
+        if not self.sent or self.in_window + n <= self.rate * self.window_s + 1e-9:
+            return 0.0
+        return self.sent[0][0] + self.window_s - now
 
     async def acquire(self, n: float = 1.0) -> None:
+        queued = self._lock.locked()
         async with self._lock:
-            need = min(n, self.capacity)
             while True:
-                self._refill()
-                if self.level >= need:
-                    self.level -= n
-                    return
-                await asyncio.sleep((need - self.level) / self.rate)
+                now = time.monotonic()
+                wait = max(self.next_at - now, self._window_wait(n, now))
+                if wait <= 0:
+                    break
+                queued = True
+                await asyncio.sleep(wait)
+            floor = now - self.catchup_s if queued else now
+            self.next_at = max(self.next_at, floor) + n / self.rate
+            self.sent.append((now, n))
+            self.in_window += n
 
 
 class AdaptiveConcurrency:
@@ -126,30 +148,40 @@ def retry_after_from(headers: Mapping[str, str]) -> float | None:
 class LimiterStats:
     requests: int = 0
     throttled: int = 0
+    holds: int = 0  # throttles that held the whole model (the others delayed one item)
     header_updates: int = 0
     paused_s: float = 0.0
 
 
 @dataclass
 class ModelLimiter:
-    """Everything that paces calls to one (backend, base_url, model)."""
+    """Everything that paces calls to one (backend, base_url, model).
+
+    The configured ``rpm``/``tpm`` are caps: x-ratelimit-* headers may lower the pace below
+    them (a smaller account tier) but never raise it (a server reporting its whole capacity
+    does not know what else shares it). Without a configured cap the headers set the pace.
+    """
 
     key: tuple[str, str, str]
     concurrency: AdaptiveConcurrency
-    requests: TokenBucket | None
-    tokens: TokenBucket | None
+    requests: Pacer | None
+    tokens: Pacer | None
+    rpm_cap: float | None = None
+    tpm_cap: float | None = None
     paused_until: float = 0.0
+    window_s: float = 1.0  # two throttles this close together mean the server's window is full
+    last_throttle: float = float("-inf")
     stats: LimiterStats = field(default_factory=LimiterStats)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> ModelLimiter:
-        key = (spec.backend, spec.base_url or "", spec.model)
-        req = TokenBucket(spec.rpm / 60.0, max(1.0, spec.rpm / 60.0)) if spec.rpm else None
-        tok = TokenBucket(spec.tpm / 60.0, max(1.0, spec.tpm / 60.0)) if spec.tpm else None
-        return cls(key, AdaptiveConcurrency(spec.max_concurrency), req, tok)
+        key = (spec.backend, spec.base_url or "", spec.rate_group or spec.model)
+        req = Pacer(spec.rpm / 60.0) if spec.rpm else None
+        tok = Pacer(spec.tpm / 60.0) if spec.tpm else None
+        return cls(key, AdaptiveConcurrency(spec.max_concurrency), req, tok, spec.rpm, spec.tpm)
 
     async def acquire(self, est_tokens: int) -> None:
-        """Wait for a concurrency slot, any Retry-After pause, then rate tokens."""
+        """Wait for a concurrency slot, any hold, then the request and token pacers."""
         await self.concurrency.acquire()
         try:
             while (wait := self.paused_until - time.monotonic()) > 0:
@@ -170,16 +202,52 @@ class ModelLimiter:
         await self.concurrency.release()
 
     def pause(self, seconds: float) -> None:
-        self.paused_until = max(self.paused_until, time.monotonic() + seconds)
+        """Hold every new send of this model for ``seconds`` (no longer: holds do not add up),
+        then resume at the even pace rather than all at once."""
+        until = time.monotonic() + seconds
+        self.paused_until = max(self.paused_until, until)
+        for pacer in (self.requests, self.tokens):
+            if pacer is not None:
+                pacer.hold(until)
 
-    def on_throttle(self, retry_after_s: float | None) -> None:
+    def on_throttle(
+        self, retry_after_s: float | None, headers: Mapping[str, str] | None = None
+    ) -> bool:
+        """Count a 429; hold the whole model only when the server's window is shown full.
+
+        One 429 is evidence about one request: its item waits its Retry-After (the retry
+        policy does that) and every other request goes on. The model is held for the
+        Retry-After when the 429's x-ratelimit-remaining-* headers say nothing remains; a
+        429 whose headers say some remain (a per-request throttle, an overloaded replica)
+        never holds it. Without such headers, a second 429 within ``window_s`` of the last
+        is taken as a full window. Only a full window cuts the AIMD concurrency too (random
+        429s from a healthy server would otherwise starve it). Returns whether the model was
+        held.
+        """
+        now = time.monotonic()
+        h = {k.lower(): v for k, v in (headers or {}).items()}
+        remaining = [
+            _num(h.get(f"x-ratelimit-remaining-{kind}")) for kind in ("requests", "tokens")
+        ]
+        known = [v for v in remaining if v is not None]
+        if known:
+            corroborated = any(v <= 0 for v in known)
+        else:
+            corroborated = now - self.last_throttle <= self.window_s
+        self.last_throttle = now
         self.stats.throttled += 1
-        self.concurrency.on_throttle()
+        if not corroborated:
+            return False
+        self.concurrency.on_throttle()  # an overload signal: fewer in flight for a while
         if retry_after_s:
+            self.stats.holds += 1
             self.pause(retry_after_s)
+            return True
+        return False
 
     def update_from_headers(self, headers: Mapping[str, str]) -> None:
-        """Follow x-ratelimit-* headers: learn the real limits, pause at zero remaining."""
+        """Follow x-ratelimit-* headers: lower the pace (never above the configured cap),
+        hold at zero remaining until the reset."""
         h = {k.lower(): v for k, v in headers.items()}
         if not any(k.startswith("x-ratelimit-") for k in h):
             return
@@ -189,16 +257,17 @@ class ModelLimiter:
             remaining = _num(h.get(f"x-ratelimit-remaining-{kind}"))
             reset = parse_duration(h.get(f"x-ratelimit-reset-{kind}", "") or "")
             if limit:
-                bucket = self.requests if kind == "requests" else self.tokens
-                rate, cap = limit / 60.0, max(1.0, limit / 60.0)
-                if bucket is None:
-                    bucket = TokenBucket(rate, cap)
+                cap = self.rpm_cap if kind == "requests" else self.tpm_cap
+                rate = (min(limit, cap) if cap else limit) / 60.0
+                pacer = self.requests if kind == "requests" else self.tokens
+                if pacer is None:
+                    pacer = Pacer(rate)
                     if kind == "requests":
-                        self.requests = bucket
+                        self.requests = pacer
                     else:
-                        self.tokens = bucket
-                elif abs(bucket.rate - rate) > 1e-9:
-                    bucket.set_rate(rate, cap)
+                        self.tokens = pacer
+                elif abs(pacer.rate - rate) > 1e-9:
+                    pacer.set_rate(rate)
             if remaining is not None and remaining <= 0 and reset:
                 self.pause(reset)
 

@@ -54,9 +54,11 @@ def reply_from_completion(obj: Any, headers: dict[str, str]) -> RawReply:
     choice = obj.choices[0]
     msg = choice.message
     if getattr(msg, "refusal", None):
-        raise LLMCallError(f"refused: {msg.refusal}", retryable=False)
+        raise LLMCallError(f"refused: {msg.refusal}", retryable=False, refused=True)
     if choice.finish_reason == "content_filter":
-        raise LLMCallError("refused: content filter stopped the reply", retryable=False)
+        raise LLMCallError(
+            "refused: content filter stopped the reply", retryable=False, refused=True
+        )
     usage = obj.usage
     return RawReply(
         text=msg.content or "",

@@ -86,6 +86,7 @@ class ChatResult:
     prompt_hash: str = ""
     cache_key: str = ""
     batch_id: str | None = None
+    refused_by: str | None = None  # backend/model that refused before another pool model answered
 
     @property
     def ok(self) -> bool:
@@ -135,6 +136,8 @@ class ModelSpec(BaseModel):
     batch_poll_s: float = operational(30.0, gt=0)
     batch_wait_s: float = operational(24 * 3600.0, ge=0)  # give up waiting (items retryable) after
     prefect_rate_limit: str | None = operational(None)  # name of a Prefect global concurrency limit
+    # models that share one provider limit (one self-hosted server) pace through one limiter
+    rate_group: str | None = operational(None)
     params: dict[str, Any] = Field(default_factory=dict)  # extra body / config fields
 
     @property
@@ -176,8 +179,10 @@ class LLMCallError(Exception):
         retry_after_s: float | None = None,
         throttled: bool = False,
         headers: dict[str, str] | None = None,
+        refused: bool = False,
     ) -> None:
         super().__init__(reason)
+        self.refused = refused  # the model declined (content policy): another model may not
         self.reason = reason
         self.retryable = retryable
         self.status = status
