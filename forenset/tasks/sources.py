@@ -82,7 +82,7 @@ HASH_CACHE = "_cache/source_hashes.json"
 class Sources(RowStage):
     name = "sources"
     config_model = SourcesConfig
-    version = "1"
+    version = "2"  # 2: large photos decoded at a reduced scale (forenset.images.normalise)
     output_schema = SCHEMA
     key = "image_id"
 
