@@ -85,8 +85,13 @@ def make_photo(base: np.ndarray, i: int) -> tuple[bytes, str, tuple[int, int]]:
         im.save(buf, "JPEG", quality=int(rng.integers(85, 96)), exif=exif.tobytes())
     elif fmt == "PNG":
         im.save(buf, "PNG", compress_level=1)
-    else:
-        im.save(buf, "WEBP", quality=90, method=0)
+    else:  # libwebp refuses some very large frames (partition 0 overflow): lower the quality
+        for q in (90, 75, 50):
+            try:
+                im.save(buf, "WEBP", quality=q, method=0)
+                break
+            except ValueError:
+                buf = io.BytesIO()
     return buf.getvalue(), fmt, size
 
 
@@ -102,9 +107,17 @@ def ensure_photos(folder: Path, n: int) -> dict:
     t0 = time.perf_counter()
     sizes, fmts, total = [], {}, 0
     for i in range(n):
-        data, fmt, size = make_photo(bases[i % len(bases)], i)
-        ext = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp"}[fmt]
-        (folder / f"photo-{i:04d}.{ext}").write_bytes(data)
+        fmt = FORMATS[i % len(FORMATS)]
+        path = folder / f"photo-{i:04d}.{ {'JPEG': 'jpg', 'PNG': 'png', 'WEBP': 'webp'}[fmt] }"
+        if path.exists():  # made by an interrupted earlier run (deterministic): keep it
+            from PIL import Image
+
+            with Image.open(path) as im:
+                size = im.size
+            data = path.read_bytes()
+        else:
+            data, fmt, size = make_photo(bases[i % len(bases)], i)
+            path.write_bytes(data)
         sizes.append(size)
         fmts[fmt] = fmts.get(fmt, 0) + 1
         total += len(data)
