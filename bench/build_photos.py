@@ -139,7 +139,12 @@ def build_config(photos: Path, run_dir: str, max_side: int) -> dict:
         "seed": 11,
         "run_dir": run_dir,
         "shard_size": 8,
-        "sources": {"samples": "none", "folders": [str(photos)], "max_side": max_side},
+        "sources": {
+            "samples": "none",
+            "folders": [str(photos)],
+            "max_side": max_side,
+            "max_pixels": 80_000_000,  # the largest photos (~65 MP) are decoded, not refused
+        },
         "instructions": {"min_edits": 2, "max_edits": 2},
         "generators": [{"name": "cv-telea", "family": "classical", "inpaint": "telea"}],
         "splits": {"fractions": {"train": 0.6, "validation": 0.2, "test": 0.2}},
