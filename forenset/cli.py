@@ -69,6 +69,24 @@ def _quiet_prefect() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
+def _nothing_to_do(run_uri: str, cfg, retry_errors: bool) -> int | None:
+    """Shards of an up-to-date build whose export is current too, else None (then the real
+    build runs). Prefect-free, so a no-op rerun starts no API server and imports no flow."""
+    from forenset.exports.dataset import export_up_to_date
+    from forenset.scheduler import shards_up_to_date
+    from forenset.store.run_store import RunStore
+    from forenset.tasks.base import StageContext
+
+    try:
+        store = RunStore(run_uri)
+        if not store.exists("state.json"):
+            return None
+        n = shards_up_to_date(StageContext(store, cfg), retry_errors=retry_errors)
+        return n if n is not None and export_up_to_date(store, cfg.export) else None
+    except Exception:  # noqa: BLE001 - any doubt: the real build decides (and reports)
+        return None
+
+
 @app.command()
 def build(
     config: Annotated[
@@ -91,6 +109,10 @@ def build(
     except ConfigError as e:
         fail(str(e))
     run_uri = run_dir or cfg.run_dir
+    n = _nothing_to_do(run_uri, cfg, retry_errors)
+    if n is not None:  # decided before Prefect is imported: no server, no flow run
+        console.print(f"Nothing to do: all {n} shards are up to date ({run_uri}).")
+        return
     from forenset.flows.build import run_build
     from forenset.scheduler import BuildFailed, BuildInterrupted
     from forenset.stages import stage_names

@@ -422,6 +422,50 @@ class Scheduler:
         )
 
 
+class _Pending(Exception):
+    """Raised by the dry walk of ``shards_up_to_date`` at the first shard with work to do."""
+
+
+def _refuse(stage: str, specs: list[ShardSpec]) -> Any:
+    raise _Pending(stage)
+
+
+def shards_up_to_date(ctx: StageContext, *, retry_errors: bool = False) -> int | None:
+    """The number of shards when a build of ``ctx.config`` has nothing to do, else None.
+
+    A dry walk of the scheduler's own planning (no task runner, no Prefect, nothing written):
+    every planned shard — gathering stages included — must be skipped as ``offer`` would skip
+    it, the last build must have ended ``complete`` with this config, and each stage's manifest
+    must list exactly the shards the walk found. Anything else (a missing shard, a changed
+    fingerprint, retryable errors, a failed or interrupted build) answers None at once, and the
+    caller runs the real build. Cheap: it reads footers and manifests only."""
+    state = ctx.store.read_json("state.json", default=None) or {}
+    if state.get("status") != "complete" or state.get("config_hash") != ctx.config.config_hash():
+        return None
+    sched = Scheduler(ctx, _refuse, retry_errors=retry_errors)
+    try:
+        for s in sched.stages.values():
+            if not s.inputs:
+                for spec in s.plan_sources():
+                    sched.offer(spec)
+                    sched.dispatch_queued()  # a queued shard is work: _refuse raises
+        for _ in range(len(sched.stages) + 1):
+            if not sched.gather_waiting:
+                break
+            sched.release_gathers()
+            sched.dispatch_queued()
+    except _Pending:
+        return None
+    if sched.gather_waiting or any(st.failed for st in sched.stats.values()):
+        return None
+    for name in sched.stages:
+        found = sorted((i.path, i.content_id) for i in sched.done.get(name, []))
+        listed = sorted((i.path, i.content_id) for i in ctx.store.manifest(name))
+        if found != listed:
+            return None
+    return sum(st.planned for st in sched.stats.values())
+
+
 def wait_any(futs: list[Any]) -> list[Any]:
     """Block until at least one future is done.
 

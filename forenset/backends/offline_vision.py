@@ -10,7 +10,6 @@ from typing import Any
 
 import cv2
 import numpy as np
-from skimage.segmentation import felzenszwalb
 
 COLOURS = {
     "black": (20, 20, 20),
@@ -48,6 +47,8 @@ def regions(img: np.ndarray, n: int = 6, min_frac: float = 0.01) -> list[dict[st
     h, w = img.shape[:2]
     scale = 128 / max(h, w)
     small = cv2.resize(img, (max(8, round(w * scale)), max(8, round(h * scale))), cv2.INTER_AREA)
+    from skimage.segmentation import felzenszwalb  # lazy: ~0.4 s, only when describing
+
     seg = felzenszwalb(small, scale=200, sigma=0.8, min_size=int(small.size / 3 * min_frac))
     sh, sw = seg.shape
     out = []

@@ -26,19 +26,41 @@ GROUP BY ALL ORDER BY s.sample_id
 """
 
 
+MARKER = "exports/parquet/_fingerprint.json"
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.blake2b(json.dumps(obj, sort_keys=True).encode(), digest_size=12).hexdigest()
+
+
+def export_fingerprint(store: RunStore, settings: ExportSettings) -> tuple[str, dict[str, str]]:
+    """The export's fingerprint, like a stage's: (version, settings, its inputs' fingerprints).
+
+    An input's fingerprint hashes the (path, fingerprint, content id) of every shard its manifest
+    lists: content ids cover keys and status only, a shard's fingerprint covers what made its
+    values (config, code, inputs). So the export is rewritten exactly when a table it reads (or
+    its settings) changed."""
+    from forenset.exports.data import tables
+
+    inputs = {
+        n: _digest([[s.path, s.fingerprint, s.content_id] for s in store.manifest(n)])
+        for n in tables()
+    }
+    return _digest([EXPORT_VERSION, inputs, settings.model_dump(mode="json")]), inputs
+
+
+def export_up_to_date(store: RunStore, settings: ExportSettings) -> bool:
+    """Whether the written export matches its inputs (nothing to rewrite)."""
+    prev = store.read_json(MARKER, default={}) or {}
+    return bool(prev) and prev.get("fingerprint") == export_fingerprint(store, settings)[0]
+
+
 def export_dataset(store: RunStore, settings: ExportSettings) -> dict[str, Any]:
     """Write exports/parquet/<split>.parquet; skipped when its inputs have not changed."""
-    from forenset.exports.data import tables
     from forenset.store.views import connect
 
-    deps = {n: [s.content_id for s in store.manifest(n)] for n in tables()}
-    fp = hashlib.blake2b(
-        json.dumps(
-            [EXPORT_VERSION, deps, settings.model_dump(mode="json")], sort_keys=True
-        ).encode(),
-        digest_size=12,
-    ).hexdigest()
-    marker = "exports/parquet/_fingerprint.json"
+    fp, inputs = export_fingerprint(store, settings)
+    marker = MARKER
     prev = store.read_json(marker, default={}) or {}
     if prev.get("fingerprint") == fp:
         return {"skipped": True, **prev}
@@ -71,7 +93,12 @@ def export_dataset(store: RunStore, settings: ExportSettings) -> dict[str, Any]:
         pq.write_table(t, buf, row_group_size=100, compression="zstd")
         store.write_bytes_atomic(f"exports/parquet/{split}.parquet", buf.getvalue())
         counts[split] = t.num_rows
-    doc = {"fingerprint": fp, "counts": counts, "path": store.path("exports/parquet")}
+    doc = {
+        "fingerprint": fp,
+        "counts": counts,
+        "path": store.path("exports/parquet"),
+        "inputs": inputs,  # the fingerprint of every table it read, as a stage's manifest has
+    }
     extra = _extra_formats(store, settings)
     if extra:
         doc["formats"] = extra

@@ -80,17 +80,34 @@ def load_sample_bytes(loader: str) -> bytes:
             arr = np.stack([arr] * 3, -1)
         return encode_png(arr[..., :3].astype(np.uint8))
     if pkg == "sklearn":
-        import sklearn.datasets
-
-        path = Path(sklearn.datasets.__file__).parent / "images" / name
-        return path.read_bytes()
+        return _sklearn_images_dir().joinpath(name).read_bytes()
     raise ValueError(f"unknown sample loader {loader!r}")
+
+
+def _sklearn_images_dir() -> Path:
+    """scikit-learn's sample-image folder, found without importing scikit-learn (~1 s)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.origin:
+        raise OSError("scikit-learn is not installed: its sample photos are unavailable")
+    return Path(spec.origin).parent / "datasets" / "images"
+
+
+@lru_cache(maxsize=4)
+def _dist_version(pkg: str) -> str:
+    from importlib.metadata import version
+
+    return version({"skimage": "scikit-image", "sklearn": "scikit-learn"}.get(pkg, pkg))
+
+
+HASH_CACHE = "_cache/source_hashes.json"
 
 
 class Sources(RowStage):
     name = "sources"
     config_model = SourcesConfig
-    version = "1"
+    version = "2"  # 2: large photos decoded at a reduced scale (forenset.images.normalise)
     output_schema = SCHEMA
     key = "image_id"
 
@@ -184,11 +201,18 @@ class Sources(RowStage):
         """Hash every item up front so ids are content based and duplicates are found globally."""
         items = self.list_items()
         seen: dict[str, str] = {}
+        store = self.ctx.store
+        cache: dict[str, str] = store.read_json(HASH_CACHE, default=None) or {}
+        fresh: dict[str, str] = {}
         kept: list[dict[str, Any]] = []
         for it in items:
             try:
-                data = self.read_item(it)
-                sha = hashlib.sha256(data).hexdigest()
+                key = self._hash_key(it)
+                sha = cache.get(key) if key else None
+                if sha is None:
+                    sha = hashlib.sha256(self.read_item(it)).hexdigest()
+                if key:
+                    fresh[key] = sha
             except (OSError, StageRowError, KeyError, IndexError) as e:
                 sha = hashlib.sha256(f"unreadable:{it['uri']}".encode()).hexdigest()
                 it["read_error"] = str(e)
@@ -202,12 +226,33 @@ class Sources(RowStage):
                 seen[sha] = it["image_id"]
             kept.append(it)
         items = kept
+        if fresh != cache:
+            store.write_json(HASH_CACHE, fresh)
         size = self.ctx.config.shard_size
         specs = []
         for n, start in enumerate(range(0, len(items), size)):
             chunk = items[start : start + size]
             specs.append(self.spec(f"shard-{n:05d}", {}, [], {"items": chunk}))
         return specs
+
+    def _hash_key(self, item: dict[str, Any]) -> str | None:
+        """What a cached sha256 of the item is valid for, so planning (every build, no-op
+        reruns too) does not read and hash every photo again: a file's path, size and mtime
+        (as git's index does), a bundled sample's loader and package version. None: no cache
+        (a file over ``max_file_mb`` is read, to fail with its reason)."""
+        uri = item["uri"]
+        if uri.startswith("sample://"):
+            loader = uri.removeprefix("sample://")
+            return f"{uri}|{_dist_version(loader.split('.', 1)[0])}"
+        if uri.startswith(readers.HF) or ("://" in uri and not uri.startswith("file://")):
+            return None  # remote (fsspec) or in-dataset bytes: no cheap stat to key a cache on
+        try:
+            st = Path(uri.removeprefix("file://")).stat()
+        except OSError:
+            return None  # read_item says why
+        if st.st_size > self.cfg.max_file_mb * 1024 * 1024:
+            return None
+        return f"{uri}|{st.st_size}|{st.st_mtime_ns}"
 
     def read_inputs(self, shard: ShardSpec) -> Any:
         import pyarrow as pa

@@ -49,6 +49,28 @@ def committed(run: Path) -> int:
     return len(list((run / "stages").rglob("*.parquet"))) if (run / "stages").exists() else 0
 
 
+def noop_build(path: Path, run: Path) -> subprocess.CompletedProcess:
+    """``forenset build`` in a fresh interpreter that reports, on stderr, which of Prefect, the
+    flow module and Prefect's server it imported."""
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['forenset', 'build', {str(path)!r}, '--run-dir', {str(run)!r}]\n"
+        "try:\n    runpy.run_module('forenset.cli', run_name='__main__')\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+        "watch = ('prefect', 'forenset.flows.build', 'prefect.server.api.server')\n"
+        "print('imported:', [m for m in watch if m in sys.modules], file=sys.stderr)\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
+    assert p.returncode == 0, p.stderr
+    return p
+
+
 def test_build_query_status_and_noop_rerun(tmp_path, cfg_file):
     path, _ = cfg_file
     run = tmp_path / "run"
@@ -84,8 +106,13 @@ def test_build_query_status_and_noop_rerun(tmp_path, cfg_file):
     st = cli("status", str(run)).stdout
     assert "build complete" in st and "judgments" in st
     assert "Edit-Check discard rate" in st and "XPlainVerse: 56.5%" in st
-    again = cli("build", str(path), "--run-dir", str(run)).stdout
-    assert "Nothing to do" in again
+    export_dir = run / "exports" / "parquet"
+    mtimes = {p.name: p.stat().st_mtime_ns for p in export_dir.iterdir()}
+    again = noop_build(path, run)
+    assert again.stdout.splitlines() == [f"Nothing to do: all {ran} shards are up to date ({run})."]
+    # decided before Prefect: the flow module, Prefect and its API server never loaded
+    assert again.stderr.strip().splitlines()[-1] == "imported: []"
+    assert {p.name: p.stat().st_mtime_ns for p in export_dir.iterdir()} == mtimes
     assert (run / "config.yaml").exists() and (run / "config_hash.txt").exists()
     assert (run / "exports" / "parquet" / "train.parquet").exists()
     out = cli("split", str(run), "--holdout", "faulty").stdout
