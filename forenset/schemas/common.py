@@ -30,10 +30,12 @@ def stage_schema(*fields: pa.Field) -> pa.Schema:
 
 
 # Usage columns of model-using stages (tokens and USD summed over an item's attempts; cached:
-# every attempt was answered from the run's response cache).
+# every attempt was answered from the run's response cache; refused_by: see below).
 USAGE_FIELDS: list[pa.Field] = [
     pa.field("input_tokens", I64),
     pa.field("output_tokens", I64),
     pa.field("cost_usd", F64),
     pa.field("cached", B),
+    # the pool model that refused before another one answered (one retry after a refusal)
+    pa.field("refused_by", S),
 ]

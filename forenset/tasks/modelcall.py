@@ -98,6 +98,7 @@ class Outcome:
             output_tokens=self.output_tokens,
             cost_usd=self.cost_usd,
             cached=self.cached,
+            refused_by=self.result.refused_by,
         )
         if not self.result.ok:
             out.update(status="error", error=self.result.error, retryable=self.result.retryable)

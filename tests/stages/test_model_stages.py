@@ -304,3 +304,32 @@ def test_authenticity_explanations_take_their_own_pool(tmp_path, server):
     fakes = [r for r in ex if r["kind"] != "authenticity"]
     assert reals and all(r["model"] == f"{backend}-fake-auth" for r in reals)
     assert fakes and all(r["backend"] == "offline" for r in fakes)
+
+
+def test_a_refused_item_answered_by_another_pool_model_records_who_refused(tmp_path, server):
+    """The refusal fallback is visible in the stage row: `model` answered, `refused_by` refused."""
+    backend, srv, model = server
+    sent = []
+
+    def refuse_first(body):
+        sent.append(body)
+        return Fault(refusal="I can't help with that.") if len(sent) == 1 else None
+
+    srv.fault_for = refuse_first
+    pool = llm(backend, srv)
+    other = {**pool["pool"][0], "model": f"{backend}-fake-b"}
+    pool["pool"].append(other)
+    cfg = tiny_build(
+        tmp_path,
+        sources={"samples": ["coffee"], "folders": [], "max_side": 64},
+        captions={"llm": pool},
+    )
+    cfg = cfg.model_copy(
+        update={"captions": cfg.captions.model_copy(update={"keep_manifest": False})}
+    )
+    store, _, _ = run_local(cfg)
+    (cap,) = rows(store, "captions")
+    assert cap["status"] == "ok", cap["error"]
+    labels = {f"{backend}/{backend}-fake", f"{backend}/{backend}-fake-b"}
+    assert cap["refused_by"] in labels
+    assert f"{backend}/{cap['model']}" == (labels - {cap["refused_by"]}).pop()
