@@ -42,7 +42,7 @@ ROWS_SQL = """
     SELECT v.candidate_id, v.image_id, v.generator, v.generator_family, v.keep, v.verdict,
            v.failure_category, d.truth, d.psnr, d.ssim, d.psnr_outside, d.ssim_outside
     FROM verdicts v JOIN diffs d USING (candidate_id)
-    WHERE v.status = 'ok' AND d.status = 'ok'"""
+    WHERE v.status = 'ok' AND d.status = 'ok' ORDER BY v.candidate_id"""  # stable bootstrap
 
 
 def demo_config() -> dict:
