@@ -50,6 +50,17 @@ def config(tmp_path, detectors=None, **evaluation):
             "holdout_families": ["faulty"],
         },
         evaluation=ev,
+        # the held-out generator's clean edits must differ from cv-a's bytes: identical
+        # candidates are kept once, under cv-a (ID), and the OOD set would be empty
+        generators=[
+            {"name": "cv-a", "family": "classical"},
+            {
+                "name": "cv-faulty",
+                "family": "faulty",
+                "strength": 1.2,
+                "faults": {"missing": 0.3, "offtarget": 0.2, "artifacts": 0.2},
+            },
+        ],
     )
 
 
