@@ -302,7 +302,7 @@ def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
     from forenset.tasks.fakebench_answers import DETECTOR_DIMENSIONS, constant_reply, detector_qa
 
     det = {"name": "forensic", "kind": "detector", "train_per_class": 4}
-    cfg = config(tmp_path, split="test", models=[det])
+    cfg = config(tmp_path, split="test", models=[det], clue_modes=["inference", "fault_finding"])
     store, _, _ = run_local(cfg)
     items = {r["item_id"]: r for r in ok(store, "fakebench_items")}
     answers = {a["item_id"]: a for a in rows(store, "fakebench_answers")}
@@ -313,7 +313,11 @@ def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
     }
     assert {i["task"] for i in items.values()} >= {"fakeclass", "fakeclue", "fakeqa"}
     # one image, one decision: FakeClass and FakeClue agree per sample
-    verdict = {a["sample_id"]: a["verdict"] for a in answers.values() if a["task"] == "fakeclue"}
+    verdict = {
+        a["sample_id"]: a["verdict"]
+        for a in answers.values()
+        if a["task"] == "fakeclue" and items[a["item_id"]]["form"] == "inference"
+    }
     for iid, a in answers.items():
         it = items[iid]
         if it["task"] == "fakeclass":
@@ -325,9 +329,13 @@ def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
                 decided = asks if decided == "yes" else ({"fake", "real"} - {asks}).pop()
             if a["sample_id"] in verdict:
                 assert decided == verdict[a["sample_id"]]
-        elif it["task"] == "fakeclue":
+        elif it["task"] == "fakeclue" and it["form"] == "inference":
             assert a["verdict"] in ("real", "fake") and a["parse_error"] is None
             assert "sigma" in a["response"] or "uniform" in a["response"]
+            assert a["reply"].endswith(f"<answer>{a['verdict']}</answer>")
+        elif it["task"] == "fakeclue":  # fault finding: the same measurement, no verdict asked
+            inference = answers[it["item_id"].removesuffix("/fault_finding")]
+            assert a["verdict"] is None and a["response"] == inference["response"]
         else:
             measured = it["dimension"] in DETECTOR_DIMENSIONS
             assert (a["response"] is not None) == measured or "uniform" in (a["null_reason"] or "")
@@ -367,6 +375,7 @@ def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
     )
     assert sc["forensic/fakeclass/all=all"]["accuracy"] == pytest.approx(acc / len(fcs))
     assert sc["forensic/fakeclue/mode=inference"]["bleu1"] is not None
+    assert sc["forensic/fakeclue/mode=fault_finding"]["bleu1"] is not None
     assert sc["forensic/fakeqa/all=all"]["bleu1"] is not None
 
 
