@@ -13,5 +13,8 @@ SCHEMA = stage_schema(
     pa.field("response", S),  # the text scored: the reply, or FakeClue's <reasoning>
     pa.field("verdict", S),  # fakeclue: the <answer> after the reasoning (real | fake | null)
     pa.field("parse_error", S),  # fakeclue: why no verdict could be read
+    # a null response on purpose: why the model gave no answer (a detector asked about a
+    # dimension it does not measure)
+    pa.field("null_reason", S),
     *USAGE_FIELDS,
 )

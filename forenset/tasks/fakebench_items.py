@@ -62,12 +62,17 @@ class FakeBenchModel(Strict):
     """One model under evaluation: a name (its rows' ``answerer``) and its ``llm:`` pool, or
     ``kind: constant``, an offline reference that judges every image ``belief`` (real or fake)
     and names no clue: the floor a model must beat (the paper's models that call everything
-    real score like ``belief: real``)."""
+    real score like ``belief: real``), or ``kind: detector``, the evaluation family's offline
+    forensic detector (``classifier``, trained on ``train_per_class`` images per label of the
+    train split, as ``detections`` trains it), which looks at the image and answers from what
+    it measured."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    kind: Literal["llm", "constant"] = "llm"
+    kind: Literal["llm", "constant", "detector"] = "llm"
     llm: LLMSettings | None = None
     belief: Literal["real", "fake"] = "fake"
+    classifier: Literal["logreg", "hgb"] = "logreg"  # detector
+    train_per_class: int = Field(2000, ge=1)  # detector: seeded draw per label of the train split
 
     @model_validator(mode="after")
     def _kind(self) -> FakeBenchModel:
@@ -111,6 +116,18 @@ class FakeBenchConfig(Strict):
         if dup:
             raise ValueError(f"fakebench model names must be unique; {dup} repeated")
         return v
+
+    @model_validator(mode="after")
+    def _detector_split(self) -> FakeBenchConfig:
+        """A detector model is trained on the train split: asked about the same images, it
+        would be scored on what it was fitted to."""
+        det = [m.name for m in self.models if m.kind == "detector"]
+        if det and self.split == "train":
+            raise ValueError(
+                f"fakebench models {det} are detectors trained on the train split; evaluate "
+                "them on split validation or test"
+            )
+        return self
 
 
 def file_digest(path: str) -> str:

@@ -251,7 +251,8 @@ def test_the_fakebench_example_config_validates():
 
     root = Path(__file__).resolve().parents[2]
     cfg = validate_config(yaml.safe_load((root / "examples" / "fakebench.yaml").read_text()))
-    assert cfg.fakebench.enabled and [m.kind for m in cfg.fakebench.models] == ["constant"] * 2
+    kinds = [m.kind for m in cfg.fakebench.models]
+    assert cfg.fakebench.enabled and kinds == ["constant", "constant", "detector"]
 
 
 def test_changing_one_part_recomputes_only_what_depends_on_it(tmp_path):
@@ -293,3 +294,119 @@ def test_failed_judge_rounds_are_left_out_and_asked_again_on_rebuild(tmp_path):
     got = {r["score_id"]: r for r in rows(store, "fakebench_scores")}
     assert all(r["status"] == "ok" for r in got.values())
     assert got["always-fake/fakeqa/all=all"]["completeness"] == 2
+
+
+def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
+    from forenset.backends.detectors.offline import ForensicDetector
+    from forenset.images import decode_rgb
+    from forenset.tasks.fakebench_answers import DETECTOR_DIMENSIONS, constant_reply, detector_qa
+
+    det = {"name": "forensic", "kind": "detector", "train_per_class": 4}
+    cfg = config(tmp_path, split="test", models=[det], clue_modes=["inference", "fault_finding"])
+    store, _, _ = run_local(cfg)
+    items = {r["item_id"]: r for r in ok(store, "fakebench_items")}
+    answers = {a["item_id"]: a for a in rows(store, "fakebench_answers")}
+    assert answers and all(a["status"] == "ok" for a in answers.values())
+    assert set(answers) == set(items)
+    assert {(a["backend"], a["model"]) for a in answers.values()} == {
+        ("offline", "forensic-logreg-v1")
+    }
+    assert {i["task"] for i in items.values()} >= {"fakeclass", "fakeclue", "fakeqa"}
+    # one image, one decision: FakeClass and FakeClue agree per sample
+    verdict = {
+        a["sample_id"]: a["verdict"]
+        for a in answers.values()
+        if a["task"] == "fakeclue" and items[a["item_id"]]["form"] == "inference"
+    }
+    for iid, a in answers.items():
+        it = items[iid]
+        if it["task"] == "fakeclass":
+            keys = fb.answer_keywords(it["form"], a["response"])
+            assert len(keys) == 1  # exactly one keyword of the question's form (§3.2)
+            decided = keys.pop()
+            if it["form"] == "yes_no":  # yes to "fake?" / no to "real?" means fake
+                asks = "fake" if it["question"] == fb.Q_FAKE else "real"
+                decided = asks if decided == "yes" else ({"fake", "real"} - {asks}).pop()
+            if a["sample_id"] in verdict:
+                assert decided == verdict[a["sample_id"]]
+        elif it["task"] == "fakeclue" and it["form"] == "inference":
+            assert a["verdict"] in ("real", "fake") and a["parse_error"] is None
+            assert "sigma" in a["response"] or "uniform" in a["response"]
+            assert a["reply"].endswith(f"<answer>{a['verdict']}</answer>")
+        elif it["task"] == "fakeclue":  # fault finding: the same measurement, no verdict asked
+            inference = answers[it["item_id"].removesuffix("/fault_finding")]
+            assert a["verdict"] is None and a["response"] == inference["response"]
+        else:
+            measured = it["dimension"] in DETECTOR_DIMENSIONS
+            assert (a["response"] is not None) == measured or "uniform" in (a["null_reason"] or "")
+            if a["response"] is None:
+                assert it["dimension"] in a["null_reason"] and a["reply"] is None
+            else:
+                assert "sigma" in a["response"] and a["null_reason"] is None
+
+    # hand-check one image: retrain the same draw, explain it, rebuild the expected answers
+    from forenset.tasks.base import StageContext
+    from forenset.tasks.detections import Detections
+    from forenset.tasks.eval_sets import DetectorConfig
+
+    splits = rows(store, "splits")
+    train = [r for r in splits if r["status"] == "ok" and r["split"] == "train"]
+    d = DetectorConfig(name="forensic", train_per_class=4)
+    chosen = Detections(StageContext(store, cfg)).training_draw(d, train)
+    fresh_det = ForensicDetector("logreg").fit(
+        [decode_rgb(store.get_blob(r["blob"])) for r in chosen], [r["label"] for r in chosen]
+    )
+    fc = next(i for i in items.values() if i["task"] == "fakeclass")
+    found = fresh_det.explain(decode_rgb(store.get_blob(fc["blob"])))
+    want = constant_reply(found.answer, "fakeclass", fc["form"], fc["question"])
+    assert answers[fc["item_id"]]["response"] == want
+    right = fb.exact_match(fc["form"], fc["answer"], want)
+    assert right == (found.answer == fc["label"])
+    for iid, it in items.items():
+        if it["task"] == "fakeqa" and it["sample_id"] == fc["sample_id"]:
+            text, why = detector_qa(it["dimension"], found)
+            assert (answers[iid]["response"], answers[iid]["null_reason"]) == (text, why)
+
+    # scores exist for all three tasks; FakeClass accuracy is the exact-match share
+    sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    fcs = [i for i in items.values() if i["task"] == "fakeclass"]
+    acc = sum(
+        fb.exact_match(i["form"], i["answer"], answers[i["item_id"]]["response"]) for i in fcs
+    )
+    assert sc["forensic/fakeclass/all=all"]["accuracy"] == pytest.approx(acc / len(fcs))
+    assert sc["forensic/fakeclue/mode=inference"]["bleu1"] is not None
+    assert sc["forensic/fakeclue/mode=fault_finding"]["bleu1"] is not None
+    assert sc["forensic/fakeqa/all=all"]["bleu1"] is not None
+
+
+def test_detector_model_is_not_evaluated_on_its_training_split(tmp_path):
+    from forenset.confbase import ConfigError
+
+    with pytest.raises(ConfigError, match="evaluate them on split validation or test"):
+        config(tmp_path, models=[{"name": "forensic", "kind": "detector"}])
+
+
+def test_detector_qa_answers_only_dimensions_it_measures():
+    from forenset.backends.detectors.offline import Detection
+    from forenset.tasks.fakebench_answers import detector_qa
+
+    found = Detection(
+        answer="fake", p_fake=0.9, bbox=[0.0, 0.5, 0.25, 1.0], position="bottom left",
+        evidence={"noise": -3.14, "sharpness": 0.2, "ela": 0.5, "chroma": -0.3},
+        reasoning="r", reply="r",
+    )  # fmt: skip
+    text, why = detector_qa("texture", found)
+    assert why is None and text == (
+        "In the bottom left of the image (x 0.00-0.25, y 0.50-1.00), the region that departs "
+        "most from the rest, noise residual energy is 3.1 sigma below the rest and JPEG error "
+        "level is 0.5 sigma above the rest and colour-channel noise correlation is 0.3 sigma "
+        "below the rest; the texture there does not match the rest of the image."
+    )
+    calm = Detection(**{**found.__dict__, "evidence": {"noise": 0.4, "sharpness": -0.6}})
+    text, why = detector_qa("clarity", calm)
+    assert why is None and text.endswith("within 1 sigma, the clarity shows no sign of editing.")
+    text, why = detector_qa("perspective", found)
+    assert text is None and "none of them bears on perspective" in why
+    blank = Detection(**{**found.__dict__, "bbox": None, "position": None, "evidence": {}})
+    text, why = detector_qa("texture", blank)
+    assert text is None and "no region to compare" in why
