@@ -128,16 +128,43 @@ def labelstudio_setup_cmd(
     token_env: Annotated[str, typer.Option(help="Variable holding the API token.")] = (
         "LABEL_STUDIO_API_KEY"
     ),
+    projects: Annotated[
+        str,
+        typer.Option(help="Comma list of safeimg (triage + regions), fakeclue, gold."),
+    ] = "safeimg",
+    fakeclue_dir: Annotated[
+        Path | None, typer.Option(help="FakeClue task folder (fakebench-export --labelstudio).")
+    ] = None,
+    gold_dir: Annotated[Path | None, typer.Option(help="Gold task folder (export-gold).")] = None,
+    document_root: Annotated[
+        Path | None,
+        typer.Option(help="LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT (default: common folder)."),
+    ] = None,
 ) -> None:
-    """Create the triage and region projects, each with a Local Files storage, and push tasks."""
+    """Create the projects (default: SafeIMG triage and regions), each with a Local Files
+    storage, and import their tasks."""
     from forenset.exports.labelstudio_api import LabelStudioError, setup_projects
 
     store = _store(run_dir)
+    dirs = {k: v for k, v in (("fakeclue", fakeclue_dir), ("gold", gold_dir)) if v is not None}
     try:
-        state = setup_projects(store, _ls_dir(store, export_dir), url, _ls_token(token_env))
+        state = setup_projects(
+            store,
+            _ls_dir(store, export_dir),
+            url,
+            _ls_token(token_env),
+            projects=tuple(p.strip() for p in projects.split(",") if p.strip()),
+            dirs=dirs,
+            document_root=document_root,
+        )
     except (LabelStudioError, OSError) as e:
         _fail(str(e))
     typer.echo(json.dumps(state))
+    typer.echo(
+        "start Label Studio with LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED=true "
+        f"LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT={state['document_root']}",
+        err=True,
+    )
 
 
 @app.command("labelstudio-pull")
@@ -150,7 +177,8 @@ def labelstudio_pull_cmd(
         "LABEL_STUDIO_API_KEY"
     ),
 ) -> None:
-    """Import both projects' annotations into RUN_DIR; push region tasks of new `ann` samples."""
+    """Import the triage and regions into RUN_DIR and push region tasks of new `ann` samples;
+    download the FakeClue / gold exports and print the command that reads each."""
     from forenset.exports.labelstudio import AnnotationImportError
     from forenset.exports.labelstudio_api import LabelStudioError, pull_annotations
 
@@ -160,6 +188,9 @@ def labelstudio_pull_cmd(
     except (LabelStudioError, AnnotationImportError, OSError) as e:
         _fail(str(e))
     typer.echo(json.dumps(res))
+    for key in ("fakeclue", "gold"):
+        if key in res:
+            typer.echo(f"next ({key}): {res[key]['next']}", err=True)
 
 
 @app.command("safeimg")

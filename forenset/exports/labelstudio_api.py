@@ -4,6 +4,12 @@ storage each (without it the images 404), push tasks, and pull the annotations b
 The region project receives a sample's task only once its triage says ``ann`` (SafeIMG §2.5), so
 ``labelstudio-pull`` imports the triage, pushes the newly ``ann`` samples, then imports the
 regions. Project ids and the pushed samples live in ``<export>/labelstudio_projects.json``.
+
+Opt-in (``projects``), the same commands create and pull the FakeClue golden-clue editing
+project (``fakebench-export --labelstudio``) and the XPlainVerse gold-explanation project
+(``export-gold``). Their exports are only downloaded (``fakebench.clue_edits`` and
+``forenset import-gold`` read them). One Label Studio serves one document root, so when several
+export folders are in play their image URLs are rebased onto a common root.
 Tested against fake transports here and against a real Label Studio by
 ``bench/labelstudio_roundtrip.sh``.
 """
@@ -11,6 +17,7 @@ Tested against fake transports here and against a real Label Studio by
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +34,8 @@ from forenset.exports.labelstudio import (
 from forenset.store.run_store import RunStore
 
 STATE_FILE = "labelstudio_projects.json"
+PROJECTS = ("safeimg", "fakeclue", "gold")
+LOCAL_FILES = "?d="  # the query of a Local Files image URL, before the path under the root
 
 
 class LabelStudioError(RuntimeError):
@@ -115,38 +124,157 @@ def _push_ann(ls: LabelStudio, store: RunStore, export_dir: Path, state: dict[st
         for t in _tasks(export_dir, "bbox_tasks.json")
         if t["data"]["sample_id"] in _ann_samples(store) - pushed
     ]
-    ls.import_tasks(state["bbox"], new)
+    ls.import_tasks(state["bbox"], _rebase(new, state.get("safeimg_rel", ".")))
     state["bbox_pushed"] = sorted(pushed | {t["data"]["sample_id"] for t in new})
     return len(new)
 
 
+def _rebase(tasks: list[dict[str, Any]], rel: str) -> list[dict[str, Any]]:
+    """Tasks whose Local Files URLs point at ``rel/<path>`` (the export folder seen from the
+    document root) instead of ``<path>``; unchanged when ``rel`` is the root itself."""
+    if rel in ("", "."):
+        return tasks
+    out = []
+    for t in tasks:
+        data = {
+            k: v.replace(LOCAL_FILES, f"{LOCAL_FILES}{rel}/", 1) if isinstance(v, str) else v
+            for k, v in t["data"].items()
+        }
+        out.append({**t, "data": data})
+    return out
+
+
+def extra_dirs(store: RunStore) -> dict[str, Path]:
+    """Default export folders of the FakeClue and gold tasks (the export commands' defaults)."""
+    from forenset.exports.data import default_out
+
+    return {
+        "fakeclue": Path(default_out(store, "fakebench-bench")) / "labelstudio",
+        "gold": Path(default_out(store, "labelstudio-gold")),
+    }
+
+
 def setup_projects(
-    store: RunStore, export_dir: Path, url: str, token: str, *, client: httpx.Client | None = None
+    store: RunStore,
+    export_dir: Path,
+    url: str,
+    token: str,
+    *,
+    client: httpx.Client | None = None,
+    projects: tuple[str, ...] = ("safeimg",),
+    dirs: dict[str, Path] | None = None,
+    document_root: Path | None = None,
 ) -> dict[str, Any]:
-    """Create both projects, each with a Local Files storage on ``<export>/images``, and push
-    the triage tasks (and region tasks of samples already triaged ``ann``)."""
-    export_dir = Path(export_dir)
+    """Create the requested projects, each with a Local Files storage on its export folder's
+    ``images``, and import their tasks. ``safeimg`` is the triage and region pair (region tasks
+    only for samples already triaged ``ann``); ``fakeclue`` and ``gold`` one project each.
+    The state merges into ``<export_dir>/labelstudio_projects.json``, so a later call can add a
+    project without recreating the others."""
+    bad = sorted(set(projects) - set(PROJECTS))
+    if bad or not projects:
+        raise LabelStudioError(f"unknown projects {bad or '(none)'}; choose from {PROJECTS}")
+    export_dir = Path(export_dir).resolve()
+    folders = {**extra_dirs(store), **(dirs or {}), "safeimg": export_dir}
+    folders = {p: Path(folders[p]).resolve() for p in projects}
+    if document_root is None:
+        document_root = (
+            export_dir
+            if projects == ("safeimg",)
+            else Path(os.path.commonpath(list(folders.values())))
+        )
+    root = Path(document_root).resolve()
+    for p, d in folders.items():
+        if not d.is_relative_to(root):
+            raise LabelStudioError(
+                f"the {p} export folder {d} is not under the document root {root}"
+            )
+    f = export_dir / STATE_FILE
+    state: dict[str, Any] = json.loads(f.read_text()) if f.is_file() else {}
+    if "safeimg" in projects:  # read every task file before creating anything
+        triage = _tasks(export_dir, "triage_tasks.json")
+    tasks = {}
+    if "fakeclue" in projects:
+        tasks["fakeclue"] = _extra_tasks(folders["fakeclue"], ["fakeclue_tasks.json"])
+    if "gold" in projects:
+        tasks["gold"] = _extra_tasks(
+            folders["gold"], ["gold_overlap_tasks.json", "gold_tasks.json"]
+        )
     ls = LabelStudio(url, token, client)
-    triage = _tasks(export_dir, "triage_tasks.json")
-    state: dict[str, Any] = {"url": ls.url}
-    for key, title, xml in (
-        ("triage", "forenset triage", TRIAGE_XML),
-        ("bbox", "forenset regions", BBOX_XML),
-    ):
-        state[key] = ls.create_project(f"{title} ({store.root})"[:50], xml)
-        ls.add_local_storage(state[key], export_dir / "images", f"{title} images")
-    state["triage_tasks"] = ls.import_tasks(state["triage"], triage)
-    state["bbox_pushed"] = []
-    state["bbox_tasks"] = _push_ann(ls, store, export_dir, state)
-    write_atomic(export_dir / STATE_FILE, json.dumps(state, indent=1))
+    state.update({"url": ls.url, "document_root": str(root)})
+    if "safeimg" in projects:
+        state["safeimg_rel"] = os.path.relpath(export_dir, root)
+        for key, title, xml in (
+            ("triage", "forenset triage", TRIAGE_XML),
+            ("bbox", "forenset regions", BBOX_XML),
+        ):
+            state[key] = ls.create_project(f"{title} ({store.root})"[:50], xml)
+            ls.add_local_storage(state[key], export_dir / "images", f"{title} images")
+        state["triage_tasks"] = ls.import_tasks(
+            state["triage"], _rebase(triage, state["safeimg_rel"])
+        )
+        state["bbox_pushed"] = []
+        state["bbox_tasks"] = _push_ann(ls, store, export_dir, state)
+    for key, items in tasks.items():
+        title, xml = EXTRA[key]
+        pid = ls.create_project(f"{title} ({store.root})"[:50], xml)
+        ls.add_local_storage(pid, folders[key] / "images", f"{title} images")
+        rel = os.path.relpath(folders[key], root)
+        state[key] = {
+            "id": pid,
+            "dir": str(folders[key]),
+            "tasks": ls.import_tasks(pid, _rebase(items, rel)),
+        }
+    export_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(f, json.dumps(state, indent=1))
     return state
+
+
+def _extra_tasks(folder: Path, names: list[str]) -> list[dict[str, Any]]:
+    cmd = "fakebench-export RUN --labelstudio" if "fakeclue" in names[0] else "export-gold RUN"
+    out: list[dict[str, Any]] = []
+    for n in names:
+        if not (folder / n).is_file():
+            raise LabelStudioError(f"{folder / n} is missing: run `forenset {cmd}`")
+        out += json.loads((folder / n).read_text())
+    return out
+
+
+def _extra_xml() -> dict[str, tuple[str, str]]:
+    from forenset.exports.fakebench_bench import CLUE_XML
+    from forenset.exports.labelstudio_gold import GOLD_XML
+
+    return {"fakeclue": ("forenset FakeClue", CLUE_XML), "gold": ("forenset gold", GOLD_XML)}
+
+
+EXTRA = _extra_xml()
+
+
+def _pull_extra(
+    ls: LabelStudio, store: RunStore, key: str, info: dict[str, Any], stamp: str
+) -> dict[str, Any]:
+    """Download one FakeClue / gold project's JSON export next to its tasks and say what reads it."""
+    pulled = Path(info["dir"]) / "pulled"
+    raw = ls.export(int(info["id"]))
+    write_atomic(pulled / f"{key}-{stamp}.json", raw)
+    latest = pulled / f"{key}-export.json"  # a stable name for the build config
+    write_atomic(latest, raw)
+    doc = json.loads(raw)
+    done = sum(
+        1 for t in doc if any(not a.get("was_cancelled") for a in t.get("annotations") or [])
+    )
+    if key == "fakeclue":
+        nxt = f"set `fakebench: {{clue_edits: {latest}}}` in the build config, then `forenset build CONFIG`"
+    else:
+        nxt = f"forenset import-gold {store.root} {latest}"
+    return {"path": str(latest), "tasks": len(doc), "annotated": done, "next": nxt}
 
 
 def pull_annotations(
     store: RunStore, export_dir: Path, token: str, *, client: httpx.Client | None = None
 ) -> dict[str, Any]:
-    """Export both projects (all tasks, so deleted ones show), import them into the run, and
-    push region tasks for samples newly triaged ``ann``."""
+    """Export every project set up (all tasks, so deleted ones show): import the triage and
+    regions into the run and push region tasks for samples newly triaged ``ann``; download the
+    FakeClue and gold exports into their folders with the command that reads each."""
     export_dir = Path(export_dir)
     f = export_dir / STATE_FILE
     if not f.is_file():
@@ -154,6 +282,19 @@ def pull_annotations(
     state = json.loads(f.read_text())
     ls = LabelStudio(state["url"], token, client)
     stamp = time.strftime("%Y%m%dT%H%M%S")
+    out: dict[str, Any] = {}
+    if "triage" in state:
+        out.update(_pull_safeimg(ls, store, export_dir, state, stamp))
+    for key in ("fakeclue", "gold"):
+        if key in state:
+            out[key] = _pull_extra(ls, store, key, state[key], stamp)
+    write_atomic(f, json.dumps(state, indent=1))
+    return out
+
+
+def _pull_safeimg(
+    ls: LabelStudio, store: RunStore, export_dir: Path, state: dict[str, Any], stamp: str
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     pulled = export_dir / "pulled"
     tri = pulled / f"triage-{stamp}.json"
@@ -170,5 +311,4 @@ def pull_annotations(
         except AnnotationImportError as e:
             out["regions"] = str(e)
     out["pushed_region_tasks"] = _push_ann(ls, store, export_dir, state)
-    write_atomic(f, json.dumps(state, indent=1))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 
 from forenset.exports.api import run_export
 from forenset.exports.labelstudio_api import pull_annotations, setup_projects
@@ -106,3 +107,65 @@ def test_cli_needs_a_token_and_a_setup(built, monkeypatch, tmp_path):
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "tok")
     r = CliRunner().invoke(app, ["labelstudio-pull", store.uri, "--export-dir", str(tmp_path)])
     assert r.exit_code == 2 and "labelstudio-setup" in r.output
+
+
+def test_setup_fakeclue_and_gold_projects_and_pull_their_exports(built, samples, tmp_path):
+    from forenset.exports.fakebench_bench import export_clue_task
+    from forenset.exports.labelstudio_api import LabelStudioError
+    from forenset.exports.labelstudio_gold import CONTROL, export_gold, fake_ids, gold_rows
+    from forenset.text.fakebench import CLUE_FIELD, read_clue_edits
+
+    store, _ = built
+    ls_dir, fc_dir, gold_dir = tmp_path / "ls", tmp_path / "fb" / "labelstudio", tmp_path / "gold"
+    run_export(store, "labelstudio", ls_dir, samples=samples)
+    n_clue = export_clue_task(store, fc_dir)["counts"]["tasks"]
+    g = export_gold(store, samples, gold_dir, n=2, overlap=1, split=None)["counts"]
+    fake = FakeLS()
+    client = httpx.Client(transport=httpx.MockTransport(fake))
+    dirs = {"fakeclue": fc_dir, "gold": gold_dir}
+    state = setup_projects(store, ls_dir, "http://ls.test", "tok", client=client,
+                           projects=("fakeclue", "gold"), dirs=dirs)  # fmt: skip
+    assert "triage" not in state and state["document_root"] == str(tmp_path.resolve())
+    fc, gd = state["fakeclue"]["id"], state["gold"]["id"]
+    assert [fake.projects[p]["label_config"].count(f'name="{c}"') for p, c in
+            ((fc, CLUE_FIELD), (gd, CONTROL))] == [1, 1]  # fmt: skip
+    assert [s["path"] for s in fake.storages] == [
+        str((fc_dir / "images").resolve()), str((gold_dir / "images").resolve())]  # fmt: skip
+    assert len(fake.tasks[fc]) == n_clue and len(fake.tasks[gd]) == g["tasks"] + g["overlap"]
+    # URLs rebased onto the common document root, and the files are really there
+    for t in fake.tasks[fc] + fake.tasks[gd]:
+        for k in ("image", "edited", "original"):
+            if k in t["data"]:
+                rel = t["data"][k].split("?d=", 1)[1]
+                assert rel.startswith(("fb/labelstudio/images/", "gold/images/")), rel
+                assert (tmp_path / rel).is_file()
+    assert fake.tasks[fc][0]["predictions"]  # the golden clue travels as a prediction
+
+    # a later call adds the SafeIMG pair, keeping the other projects in the state file
+    with pytest.raises(LabelStudioError, match="not under the document root"):
+        setup_projects(store, ls_dir, "http://ls.test", "tok", client=client,
+                       projects=("safeimg", "gold"), dirs=dirs, document_root=gold_dir)  # fmt: skip
+    with pytest.raises(LabelStudioError, match="unknown projects"):
+        setup_projects(store, ls_dir, "http://ls.test", "tok", client=client, projects=("qa",))
+    store.write_manifest("annotations", [])
+    again = setup_projects(store, ls_dir, "http://ls.test", "tok", client=client)
+    assert again["fakeclue"]["id"] == fc and again["triage"] not in (fc, gd)
+    assert fake.tasks[again["triage"]][0]["data"]["image"].startswith(
+        "/data/local-files/?d=images/"
+    )
+
+    sid = fake.tasks[fc][0]["data"]["sample_id"]
+    clue = {"from_name": CLUE_FIELD, "to_name": "image", "type": "textarea"}
+    fake.answers[(fc, sid)] = [{**clue, "value": {"text": ["An edited clue."]}}]
+    gsid = fake.tasks[gd][0]["data"]["sample_id"]
+    expl = {"from_name": CONTROL, "to_name": "edited", "type": "textarea"}
+    fake.answers[(gd, gsid)] = [{**expl, "value": {"text": ["The hand has six fingers."]}}]
+    res = pull_annotations(store, ls_dir, "tok", client=client)
+    assert res["triage"] == {"ok": 0, "error": 0}
+    assert res["fakeclue"]["annotated"] == 1 and res["fakeclue"]["tasks"] == n_clue
+    assert f"clue_edits: {res['fakeclue']['path']}" in res["fakeclue"]["next"]
+    assert read_clue_edits(open(res["fakeclue"]["path"]).read()) == {sid: "An edited clue."}
+    assert res["gold"]["next"] == f"forenset import-gold {store.root} {res['gold']['path']}"
+    doc = json.loads(open(res["gold"]["path"]).read())
+    ok = [r for r in gold_rows(doc, fake_ids(store), "h") if r["status"] == "ok"]
+    assert [r["sample_id"] for r in ok] == [gsid]
