@@ -107,6 +107,10 @@ def test_cli_needs_a_token_and_a_setup(built, monkeypatch, tmp_path):
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "tok")
     r = CliRunner().invoke(app, ["labelstudio-pull", store.uri, "--export-dir", str(tmp_path)])
     assert r.exit_code == 2 and "labelstudio-setup" in r.output
+    r = CliRunner().invoke(
+        app, ["labelstudio-setup", store.uri, "--export-dir", str(tmp_path), "--projects", "qa"]
+    )
+    assert r.exit_code == 2 and "unknown projects ['qa']" in r.output
 
 
 def test_setup_fakeclue_and_gold_projects_and_pull_their_exports(built, samples, tmp_path):
