@@ -1,6 +1,6 @@
 """The annotator and checker of bench/labelstudio_roundtrip.sh (talks to a real Label Studio).
 
-Usage: labelstudio_annotate.py URL TOKEN EXPORT_DIR triage|regions|check [RUN_DIR]
+Usage: labelstudio_annotate.py URL TOKEN EXPORT_DIR triage|regions|clue|check|checkclue [RUN_DIR]
 """
 
 from __future__ import annotations
@@ -111,6 +111,40 @@ def main() -> None:
             )
             annotate(c, url, t["id"], res)
         print("annotated regions")
+    elif step == "clue":  # a person edits one golden clue in the FakeClue project
+        ts = tasks(c, url, state["fakeclue"]["id"])
+        img = c.get(url + ts[0]["data"]["image"])
+        print("image", ts[0]["data"]["image"], "->", img.status_code, len(img.content), "bytes")
+        assert img.status_code == 200, "Local Files storage does not serve the FakeClue image"
+        text = "Edited in Label Studio: the object's outline is blurred against the background."
+        result = [
+            {
+                "from_name": "golden_clue",
+                "to_name": "image",
+                "type": "textarea",
+                "value": {"text": [text]},
+            }
+        ]
+        annotate(c, url, ts[0]["id"], result)
+        edit = {"sample_id": ts[0]["data"]["sample_id"], "text": text}
+        (Path(export) / "clue_edit.json").write_text(json.dumps(edit))
+        print("edited the clue of", edit["sample_id"], "of", len(ts), "FakeClue tasks")
+    elif step == "checkclue":
+        from forenset.store.run_store import RunStore
+        from forenset.store.views import connect
+
+        edit = json.loads((Path(export) / "clue_edit.json").read_text())
+        con = connect(RunStore(sys.argv[5]), ["fakebench_items"])
+        rows = con.execute(
+            "SELECT sample_id, golden_source, answer FROM fakebench_items "
+            "WHERE task = 'fakeclue' AND status = 'ok'"
+        ).fetchall()
+        for r in rows:
+            print(r)
+        got = {s: (g, a) for s, g, a in rows}
+        assert got[edit["sample_id"]] == ("human-edited", edit["text"]), got[edit["sample_id"]]
+        assert all(g != "human-edited" for s, (g, _) in got.items() if s != edit["sample_id"])
+        print("the edited clue is the golden clue of", edit["sample_id"])
     else:
         from forenset.store.run_store import RunStore
         from forenset.store.views import connect
