@@ -169,13 +169,17 @@ def setup_projects(
     ``images``, and import their tasks. ``safeimg`` is the triage and region pair (region tasks
     only for samples already triaged ``ann``); ``fakeclue`` and ``gold`` one project each.
     The state merges into ``<export_dir>/labelstudio_projects.json``, so a later call can add a
-    project without recreating the others."""
+    project without recreating the others (and keeps the document root recorded there)."""
     bad = sorted(set(projects) - set(PROJECTS))
     if bad or not projects:
         raise LabelStudioError(f"unknown projects {bad or '(none)'}; choose from {PROJECTS}")
     export_dir = Path(export_dir).resolve()
     folders = {**extra_dirs(store), **(dirs or {}), "safeimg": export_dir}
     folders = {p: Path(folders[p]).resolve() for p in projects}
+    f = export_dir / STATE_FILE
+    state: dict[str, Any] = json.loads(f.read_text()) if f.is_file() else {}
+    if document_root is None and state.get("document_root"):
+        document_root = Path(state["document_root"])  # the running Label Studio's root
     if document_root is None:
         document_root = (
             export_dir
@@ -188,8 +192,6 @@ def setup_projects(
             raise LabelStudioError(
                 f"the {p} export folder {d} is not under the document root {root}"
             )
-    f = export_dir / STATE_FILE
-    state: dict[str, Any] = json.loads(f.read_text()) if f.is_file() else {}
     if "safeimg" in projects:  # read every task file before creating anything
         triage = _tasks(export_dir, "triage_tasks.json")
     tasks = {}

@@ -154,9 +154,10 @@ def test_setup_fakeclue_and_gold_projects_and_pull_their_exports(built, samples,
     store.write_manifest("annotations", [])
     again = setup_projects(store, ls_dir, "http://ls.test", "tok", client=client)
     assert again["fakeclue"]["id"] == fc and again["triage"] not in (fc, gd)
-    assert fake.tasks[again["triage"]][0]["data"]["image"].startswith(
-        "/data/local-files/?d=images/"
-    )
+    # the same document root as the projects already set up: URLs rebased onto it too
+    assert again["document_root"] == state["document_root"]
+    rel = fake.tasks[again["triage"]][0]["data"]["image"].split("?d=", 1)[1]
+    assert rel.startswith("ls/images/") and (tmp_path / rel).is_file()
 
     sid = fake.tasks[fc][0]["data"]["sample_id"]
     clue = {"from_name": CLUE_FIELD, "to_name": "image", "type": "textarea"}
