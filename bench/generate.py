@@ -334,9 +334,9 @@ def edit_e2e(
         pipe = on.pipeline  # the one cached pipeline, shared by both backends and the raw calls
         unet = pipe.unet
 
-        def raw(pipe: Any = pipe, b: int = b) -> None:
-            for k in range(0, n, b):
-                chunk = list(range(k, min(n, k + b)))
+        def raw(m: int, pipe: Any = pipe, b: int = b) -> None:
+            for k in range(0, m, b):
+                chunk = list(range(k, min(m, k + b)))
                 pipe(prompt=[f"make it look like winter {i}" for i in chunk],
                      image=[photos[i] for i in chunk], num_inference_steps=steps,
                      guidance_scale=7.5, image_guidance_scale=1.5, output_type="pil",
@@ -346,13 +346,13 @@ def edit_e2e(
         text_dim = unet.config.cross_attention_dim
         step = _unet_step(unet, b, lat, text_dim, False, dev, channels=8, branches=3)
 
-        def denoiser(step: Callable = step, b: int = b) -> None:
-            for _ in range(-(-n // b) * steps):
+        def denoiser(m: int, step: Callable = step, b: int = b) -> None:
+            for _ in range(-(-m // b) * steps):
                 step()
 
-        def backend(bk: DiffusersBackend) -> Callable[[], None]:
-            def go() -> None:
-                bad = [r.error for r in bk.edit(reqs) if r.status != "ok"]
+        def backend(bk: DiffusersBackend) -> Callable[[int], None]:
+            def go(m: int) -> None:
+                bad = [r.error for r in bk.edit(reqs[:m]) if r.status != "ok"]
                 if bad:
                     raise RuntimeError(f"benchmark rows failed: {bad[:2]}")
 
@@ -361,14 +361,14 @@ def edit_e2e(
         fns = {"backend_overlap": backend(on), "backend_no_overlap": backend(off),
                "raw_diffusers": raw, "denoiser_only": denoiser}  # fmt: skip
         with torch.inference_mode():
-            for fn in fns.values():  # warm-up at this batch size
-                fn()
+            for fn in fns.values():  # warm-up: one batch of this size
+                fn(min(b, n))
             _sync(dev)
             best = dict.fromkeys(fns, 0.0)
             for _ in range(2):  # alternate so each sees the same machine state
                 for name, fn in fns.items():
                     start = time.perf_counter()
-                    fn()
+                    fn(n)
                     _sync(dev)
                     best[name] = max(best[name], n / (time.perf_counter() - start))
         row: dict[str, Any] = {"e2e": "InstructPix2Pix", "real_size": real_size, "device": dev,
@@ -400,15 +400,19 @@ def main() -> None:
     ap.add_argument("--e2e-steps", type=int, default=None, help="edit e2e steps: GPU 20, CPU 4")
     ap.add_argument("--e2e-batches", default=None, help="edit e2e batches: GPU 1,8; CPU 1,4")
     ap.add_argument("--no-e2e", action="store_true", help="skip the end-to-end edit comparison")
+    ap.add_argument("--e2e-only", action="store_true", help="only the end-to-end edit comparison")
     args = ap.parse_args()
     torch.set_grad_enabled(False)
-    if args.gpu:
-        if args.device.startswith("cuda") and not torch.cuda.is_available():
-            raise SystemExit("--gpu needs CUDA (or --device cpu --smoke)")
+    if args.gpu and args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("--gpu needs CUDA (or --device cpu --smoke)")
+    if not args.gpu:
+        torch.set_num_threads(args.threads)
+    if args.e2e_only:
+        pass
+    elif args.gpu:
         batches = [int(b) for b in args.batches.split(",")]
         gpu_bench(args.device, args.steps or 4, batches, args.smoke)
     else:
-        torch.set_num_threads(args.threads)
         cpu_bench(args.images, args.size, args.steps or 4, args.batch, args.rounds)
     if not args.no_e2e:
         import tempfile
