@@ -101,3 +101,13 @@ def test_overlap_asks_for_tensors_and_off_for_pil():
     on.generate(req)
     off.generate(req)
     assert seen == ["pt", "pil"]
+
+
+def test_png_encoded_on_the_worker_is_the_stages_encoding():
+    from forenset.images import encode_png
+
+    on, off = _pair("StableDiffusionInstructPix2PixPipeline")
+    reqs = [EditRequest(photo(40, 36, i), {"text": "x"}, seed=i) for i in range(3)]
+    a, b = on.edit(reqs), off.edit(reqs)
+    assert all(r.png is None for r in b)  # overlap off: the stage encodes
+    assert [r.png for r in a] == [encode_png(r.image) for r in b]

@@ -17,8 +17,10 @@ Why it is shaped like this:
 - Overlap (``overlap``, default on): the pipeline returns decoded tensors (``output_type="pt"``)
   and their conversion to PIL plus the resize back to the source size run on one worker
   thread while the next batch is denoised; at most ``overlap_depth`` batches wait there, so
-  memory stays bounded. The conversion is diffusers' own (``VaeImageProcessor.pt_to_numpy`` /
-  ``numpy_to_pil``), so pixels are identical with overlap on or off, and rows keep their order.
+  memory stays bounded. The PNG the stage stores is encoded there too (``ImageResult.png``,
+  ``forenset.images.encode_png``: the same bytes the stage would make). The conversion is
+  diffusers' own (``VaeImageProcessor.pt_to_numpy`` / ``numpy_to_pil``), so pixels are
+  identical with overlap on or off, and rows keep their order.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from PIL import Image
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
 from forenset.backends.image.diffusers_config import DiffusersConfig
 from forenset.errors import ConfigurationError
+from forenset.images import encode_png
 
 _DTYPES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
@@ -463,12 +466,15 @@ class DiffusersBackend:
         if it.source_size is not None and img.size != it.source_size:
             img = img.resize(it.source_size, Image.Resampling.LANCZOS)
             params["resized_to_source"] = True
+        img = img.convert("RGB")
         return ImageResult(
-            image=img.convert("RGB"),
+            image=img,
             latency_s=elapsed / len(chunk),
             model=self.config.model_id(),
             revision=self.config.revision,
             params=params,
+            # the stage's PNG encoding, done here on the worker when overlapping
+            png=encode_png(img) if self.config.overlap else None,
         )
 
     def _params(
