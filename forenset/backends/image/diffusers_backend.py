@@ -442,7 +442,10 @@ class DiffusersBackend:
         if len(images) != len(chunk):
             raise RuntimeError(f"pipeline returned {len(images)} images for {len(chunk)} prompts")
         if isinstance(images, torch.Tensor):
-            images = images.detach()
+            # Copy to the host here, not on the worker: a copy issued from the worker would
+            # queue on the device stream behind the next batch's kernels and wait for them.
+            # diffusers' "pil" path makes the same .cpu() copy, so this costs nothing extra.
+            images = images.detach().cpu()
         return lambda: self._finish(chunk, images, elapsed, halvings)
 
     def _finish(
