@@ -11,6 +11,14 @@ only: text encoders and VAE excluded). It also runs the backend itself on CUDA i
 tiny pipeline and reports whether an item's pixels depend on its batch neighbours.
 Sized to finish in about 5 minutes on one H200 (default 4 timed steps per point).
 
+Both modes end with the end-to-end edit comparison (``edit_e2e``), all in one run on the same
+machine: an InstructPix2Pix pipeline (tiny on CPU; SD-1.5 size with random weights under
+``--gpu``, saved with ``save_pretrained`` and loaded through the backend from that folder) edits
+``--e2e-images`` photos at each batch size, and it prints images/s for the backend with
+overlapped post-processing on and off, the raw diffusers pipeline called with the same
+arguments (``output_type="pil"``, no resize back), and the denoiser-only bound (the UNet alone,
+3x batch for InstructPix2Pix's two guidance scales, times the steps).
+
     PYTHONPATH=. python bench/generate.py                 # CPU, tiny pipelines
     PYTHONPATH=. python bench/generate.py --gpu           # one GPU
     PYTHONPATH=. python bench/generate.py --gpu --device cpu --smoke   # code-path check on CPU
@@ -27,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from forenset.backends.image.base import GenerateRequest
+from forenset.backends.image.base import EditRequest, GenerateRequest
 from forenset.backends.image.diffusers_backend import DiffusersBackend, DiffusersConfig
 
 # ------------------------------------------------------------------------------- CPU mode
@@ -127,10 +135,13 @@ def _flux_transformer(smoke: bool) -> Any:
     )
 
 
-def _unet_step(unet: Any, batch: int, latent: int, text_dim: int, sdxl: bool, dev: str) -> Callable:
+def _unet_step(
+    unet: Any, batch: int, latent: int, text_dim: int, sdxl: bool, dev: str,
+    channels: int = 4, branches: int = 2,
+) -> Callable:  # fmt: skip
     dt = unet.dtype
-    n = 2 * batch  # classifier-free guidance runs the conditional and unconditional halves
-    sample = torch.randn(n, 4, latent, latent, device=dev, dtype=dt)
+    n = branches * batch  # classifier-free guidance: conditional and unconditional halves
+    sample = torch.randn(n, channels, latent, latent, device=dev, dtype=dt)
     text = torch.randn(n, 77, text_dim, device=dev, dtype=dt)
     t = torch.full((n,), 500, device=dev)
     added = None
@@ -256,6 +267,122 @@ def backend_on_device(dev: str) -> dict[str, Any]:
     return out
 
 
+# ------------------------------------------------------------------- end-to-end edit mode
+
+
+def _ip2p_pipeline(real_size: bool, init_device: str = "cpu") -> Any:
+    """InstructPix2Pix with random weights: SD-1.5 size (UNet, VAE, CLIP ViT-L text) or tiny."""
+    from forenset.backends.image.tiny import build_tiny_pipeline, tiny_clip_tokenizer
+
+    if not real_size:
+        return build_tiny_pipeline("StableDiffusionInstructPix2PixPipeline")
+    import diffusers
+
+    tok = tiny_clip_tokenizer()
+    scheduler = diffusers.EulerAncestralDiscreteScheduler(
+        beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear"
+    )
+    with torch.device(init_device):  # random init directly on the device (fast on a GPU)
+        text, vae, unet = _ip2p_models(len(tok))
+    return diffusers.StableDiffusionInstructPix2PixPipeline(
+        vae=vae, text_encoder=text, tokenizer=tok, unet=unet, scheduler=scheduler,
+        safety_checker=None, feature_extractor=None, requires_safety_checker=False,
+    )  # fmt: skip
+
+
+def _ip2p_models(vocab: int) -> tuple[Any, Any, Any]:
+    """SD-1.5 sizes: CLIP ViT-L/14 text encoder, the SD VAE, the 8-channel InstructPix2Pix UNet."""
+    from diffusers import AutoencoderKL, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    text = CLIPTextModel(CLIPTextConfig(vocab_size=max(vocab, 1000), hidden_size=768,
+                                        intermediate_size=3072, num_hidden_layers=12,
+                                        num_attention_heads=12, max_position_embeddings=77))  # fmt: skip
+    down = ["DownEncoderBlock2D"] * 4
+    vae = AutoencoderKL(block_out_channels=(128, 256, 512, 512), down_block_types=down,
+                        up_block_types=["UpDecoderBlock2D"] * 4, layers_per_block=2,
+                        latent_channels=4, sample_size=512)  # fmt: skip
+    unet = UNet2DConditionModel(sample_size=64, in_channels=8, cross_attention_dim=768,
+                                attention_head_dim=8)  # fmt: skip
+    return text, vae, unet
+
+
+def _edit_photos(n: int, size: int) -> list[Any]:
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    return [
+        Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)) for _ in range(n)
+    ]
+
+
+def edit_e2e(
+    dev: str, real_size: bool, n: int, size: int, steps: int, batches: list[int], folder: str
+) -> list[dict[str, Any]]:
+    """Backend (overlap on / off) vs raw diffusers vs the denoiser alone, same run, same args."""
+    dtype = "bfloat16" if dev.startswith("cuda") else "float32"
+    _ip2p_pipeline(real_size, dev if real_size else "cpu").save_pretrained(folder)
+    base = {"pipeline": "StableDiffusionInstructPix2PixPipeline", "model": folder,
+            "steps": steps, "device": dev, "dtype": dtype, "edit_max_side": size}  # fmt: skip
+    photos = _edit_photos(n, size)
+    reqs = [EditRequest(p, {"text": f"make it look like winter {i}"}, seed=i)
+            for i, p in enumerate(photos)]  # fmt: skip
+    rows = []
+    for b in batches:
+        on = DiffusersBackend({**base, "batch_size": b, "overlap": True})
+        off = DiffusersBackend({**base, "batch_size": b, "overlap": False})
+        pipe = on.pipeline  # the one cached pipeline, shared by both backends and the raw calls
+        unet = pipe.unet
+
+        def raw(m: int, pipe: Any = pipe, b: int = b) -> None:
+            for k in range(0, m, b):
+                chunk = list(range(k, min(m, k + b)))
+                pipe(prompt=[f"make it look like winter {i}" for i in chunk],
+                     image=[photos[i] for i in chunk], num_inference_steps=steps,
+                     guidance_scale=7.5, image_guidance_scale=1.5, output_type="pil",
+                     generator=[torch.Generator("cpu").manual_seed(i) for i in chunk])  # fmt: skip
+
+        lat = size // 8
+        text_dim = unet.config.cross_attention_dim
+        step = _unet_step(unet, b, lat, text_dim, False, dev, channels=8, branches=3)
+
+        def denoiser(m: int, step: Callable = step, b: int = b) -> None:
+            for _ in range(-(-m // b) * steps):
+                step()
+
+        def backend(bk: DiffusersBackend) -> Callable[[int], None]:
+            def go(m: int) -> None:
+                bad = [r.error for r in bk.edit(reqs[:m]) if r.status != "ok"]
+                if bad:
+                    raise RuntimeError(f"benchmark rows failed: {bad[:2]}")
+
+            return go
+
+        fns = {"backend_overlap": backend(on), "backend_no_overlap": backend(off),
+               "raw_diffusers": raw, "denoiser_only": denoiser}  # fmt: skip
+        with torch.inference_mode():
+            for fn in fns.values():  # warm-up: one batch of this size
+                fn(min(b, n))
+            _sync(dev)
+            best = dict.fromkeys(fns, 0.0)
+            for _ in range(2):  # alternate so each sees the same machine state
+                for name, fn in fns.items():
+                    start = time.perf_counter()
+                    fn(n)
+                    _sync(dev)
+                    best[name] = max(best[name], n / (time.perf_counter() - start))
+        row: dict[str, Any] = {"e2e": "InstructPix2Pix", "real_size": real_size, "device": dev,
+                               "dtype": dtype, "images": n, "size": size, "steps": steps,
+                               "batch": b}  # fmt: skip
+        row.update({f"{k}_img_s": round(v, 3) for k, v in best.items()})
+        row["overlap_vs_raw"] = round(best["backend_overlap"] / best["raw_diffusers"], 3)
+        row["overlap_vs_bound"] = round(best["backend_overlap"] / best["denoiser_only"], 3)
+        row["no_overlap_vs_raw"] = round(best["backend_no_overlap"] / best["raw_diffusers"], 3)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu", action="store_true", help="real-size denoisers on a GPU")
@@ -268,16 +395,37 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8, help="CPU: batched batch size")
     ap.add_argument("--rounds", type=int, default=5, help="CPU: alternating rounds (best kept)")
     ap.add_argument("--threads", type=int, default=1, help="CPU: torch threads (one per worker)")
+    ap.add_argument("--e2e-images", type=int, default=None, help="edit e2e: GPU 32, CPU 8")
+    ap.add_argument("--e2e-size", type=int, default=None, help="edit e2e side: GPU 512, CPU 64")
+    ap.add_argument("--e2e-steps", type=int, default=None, help="edit e2e steps: GPU 20, CPU 4")
+    ap.add_argument("--e2e-batches", default=None, help="edit e2e batches: GPU 1,8; CPU 1,4")
+    ap.add_argument("--no-e2e", action="store_true", help="skip the end-to-end edit comparison")
+    ap.add_argument("--e2e-only", action="store_true", help="only the end-to-end edit comparison")
     args = ap.parse_args()
     torch.set_grad_enabled(False)
-    if args.gpu:
-        if args.device.startswith("cuda") and not torch.cuda.is_available():
-            raise SystemExit("--gpu needs CUDA (or --device cpu --smoke)")
+    if args.gpu and args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("--gpu needs CUDA (or --device cpu --smoke)")
+    if not args.gpu:
+        torch.set_num_threads(args.threads)
+    if args.e2e_only:
+        pass
+    elif args.gpu:
         batches = [int(b) for b in args.batches.split(",")]
         gpu_bench(args.device, args.steps or 4, batches, args.smoke)
     else:
-        torch.set_num_threads(args.threads)
         cpu_bench(args.images, args.size, args.steps or 4, args.batch, args.rounds)
+    if not args.no_e2e:
+        import tempfile
+
+        real = args.gpu and not args.smoke
+        dev = args.device if args.gpu else "cpu"
+        with tempfile.TemporaryDirectory() as folder:
+            edit_e2e(
+                dev, real, args.e2e_images or (32 if real else 8), args.e2e_size or (512 if real else 64),
+                args.e2e_steps or (20 if real else 4),
+                [int(b) for b in (args.e2e_batches or ("1,8" if real else "1,4")).split(",")],
+                folder,
+            )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -186,7 +186,9 @@ class Candidates(Stage):
         return {
             **row,
             "status": "ok",
-            "blob": self.ctx.store.put_blob(encode_png(res.image)),
+            "blob": self.ctx.store.put_blob(
+                res.png if res.png is not None else encode_png(res.image)
+            ),
             "width": res.image.width,
             "height": res.image.height,
             "params": dumps(res.params),

@@ -45,6 +45,9 @@ class ImageResult:
     truth: dict[str, Any] = field(
         default_factory=dict
     )  # ground truth a backend knows (offline/faulty)
+    # ``image`` already encoded with ``forenset.images.encode_png`` by a backend that encodes
+    # while it generates (diffusers overlap); None: the caller encodes. Same bytes either way.
+    png: bytes | None = field(default=None, repr=False, compare=False)
 
 
 class ImageBackend(Protocol):

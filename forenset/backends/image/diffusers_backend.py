@@ -14,6 +14,13 @@ Why it is shaped like this:
   found or loaded (missing path, not a pipeline folder, hub id not available) raises
   ``ConfigurationError``, at construction or on the first load, since every row would fail
   the same way and the build should stop with that one sentence instead.
+- Overlap (``overlap``, default on): the pipeline returns decoded tensors (``output_type="pt"``)
+  and their conversion to PIL plus the resize back to the source size run on one worker
+  thread while the next batch is denoised; at most ``overlap_depth`` batches wait there, so
+  memory stays bounded. The PNG the stage stores is encoded there too (``ImageResult.png``,
+  ``forenset.images.encode_png``: the same bytes the stage would make). The conversion is
+  diffusers' own (``VaeImageProcessor.pt_to_numpy`` / ``numpy_to_pil``), so pixels are
+  identical with overlap on or off, and rows keep their order.
 """
 
 from __future__ import annotations
@@ -23,16 +30,21 @@ import importlib
 import json
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from PIL import Image
 
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
 from forenset.backends.image.diffusers_config import DiffusersConfig
 from forenset.errors import ConfigurationError
+from forenset.images import encode_png
 
 _DTYPES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
@@ -342,16 +354,18 @@ class DiffusersBackend:
         buckets: dict[tuple[int, int], list[_Item]] = {}
         for it in items:
             buckets.setdefault(it.size, []).append(it)
-        for size, bucket in buckets.items():
-            for it, res in self._run_bucket(size, bucket):
+        post = _Post(self.config.overlap_depth if self.config.overlap and items else 0)
+        try:
+            for size, bucket in buckets.items():
+                self._run_bucket(size, bucket, post)
+            for it, res in post.drain():
                 results[it.index] = res
+        finally:
+            post.close()
         return [results[i] for i in range(n)]
 
-    def _run_bucket(
-        self, size: tuple[int, int], bucket: list[_Item]
-    ) -> list[tuple[_Item, ImageResult]]:
+    def _run_bucket(self, size: tuple[int, int], bucket: list[_Item], out: _Post) -> None:
         """Run one size bucket in batches, halving the batch on CUDA OOM down to 1."""
-        out: list[tuple[_Item, ImageResult]] = []
         safe_key = (self._oom_key, size)
         bs = min(self.config.batch_size, _SAFE_BATCH.get(safe_key, self.config.batch_size))
         halvings = 0
@@ -359,7 +373,7 @@ class DiffusersBackend:
         while pos < len(bucket):
             chunk = bucket[pos : pos + bs]
             try:
-                out.extend(self._call(chunk, halvings))
+                out.add(self._call(chunk, halvings))
                 pos += len(chunk)
                 continue
             except Exception as exc:  # noted here, handled below once the traceback is freed
@@ -372,29 +386,32 @@ class DiffusersBackend:
                     _SAFE_BATCH[safe_key] = bs
                     continue  # retry the same items with a smaller batch
                 msg = f"CUDA out of memory at batch size 1 ({size[0]}x{size[1]}): {desc}"
-                out.append((chunk[0], self._error(msg, retryable=True)))
+                out.done([(chunk[0], self._error(msg, retryable=True))])
             elif len(chunk) > 1:
-                out.extend(self._one_by_one(chunk, halvings))  # isolate the failing item
+                self._one_by_one(chunk, halvings, out)  # isolate the failing item
             else:
-                out.append((chunk[0], self._error(desc, retry)))
+                out.done([(chunk[0], self._error(desc, retry))])
             pos += len(chunk)
-        return out
 
-    def _one_by_one(self, chunk: list[_Item], halvings: int) -> list[tuple[_Item, ImageResult]]:
-        out = []
+    def _one_by_one(self, chunk: list[_Item], halvings: int, out: _Post) -> None:
         for it in chunk:
             try:
-                out.extend(self._call([it], halvings))
+                out.add(self._call([it], halvings))
                 continue
             except Exception as exc:
                 oom, desc, retry = _is_oom(exc), _describe(exc), _retryable(exc)
             if oom:
                 _free_cuda()
-            out.append((it, self._error(desc, retry or oom)))
-        return out
+            out.done([(it, self._error(desc, retry or oom))])
 
-    def _call(self, chunk: list[_Item], halvings: int) -> list[tuple[_Item, ImageResult]]:
-        """One pipeline call for a batch of same-size items."""
+    def _call(
+        self, chunk: list[_Item], halvings: int
+    ) -> Callable[[], list[tuple[_Item, ImageResult]]]:
+        """One pipeline call for a batch of same-size items; returns its post-processing.
+
+        The denoising (and VAE decode) happens here; what is returned turns the decoded
+        batch into results and may run on the overlap worker thread.
+        """
         r = self._resolved
         spec = self.spec
         width, height = chunk[0].size
@@ -402,7 +419,7 @@ class DiffusersBackend:
             "prompt": [it.prompt for it in chunk],
             "num_inference_steps": r["steps"],
             "generator": [torch.Generator("cpu").manual_seed(it.seed % 2**64) for it in chunk],
-            "output_type": "pil",
+            "output_type": "pt" if self.config.overlap else "pil",
             spec.guidance_kw: r["guidance_scale"],
         }
         if spec.image_guidance:
@@ -424,22 +441,44 @@ class DiffusersBackend:
         elapsed = time.perf_counter() - start
         if len(images) != len(chunk):
             raise RuntimeError(f"pipeline returned {len(images)} images for {len(chunk)} prompts")
+        if isinstance(images, torch.Tensor):
+            # Copy to the host here, not on the worker: a copy issued from the worker would
+            # queue on the device stream behind the next batch's kernels and wait for them.
+            # diffusers' "pil" path makes the same .cpu() copy, so this costs nothing extra.
+            images = images.detach().cpu()
+        return lambda: self._finish(chunk, images, elapsed, halvings)
 
+    def _finish(
+        self, chunk: list[_Item], images: Any, elapsed: float, halvings: int
+    ) -> list[tuple[_Item, ImageResult]]:
+        """Decoded batch -> results: to PIL, resized back to the source; errors per item."""
         results = []
-        for it, img in zip(chunk, images, strict=True):
-            params = self._params(it, img, len(chunk), elapsed, halvings)
-            if it.source_size is not None and img.size != it.source_size:
-                img = img.resize(it.source_size, Image.Resampling.LANCZOS)
-                params["resized_to_source"] = True
-            res = ImageResult(
-                image=img.convert("RGB"),
-                latency_s=elapsed / len(chunk),
-                model=self.config.model_id(),
-                revision=self.config.revision,
-                params=params,
-            )
-            results.append((it, res))
+        for i, it in enumerate(chunk):
+            try:
+                results.append((it, self._result(it, _to_pil(images, i), chunk, elapsed, halvings)))
+            except Exception as exc:  # one image that cannot be converted fails alone
+                results.append(
+                    (it, self._error(f"post-processing failed: {_describe(exc)}", False))
+                )
         return results
+
+    def _result(
+        self, it: _Item, img: Image.Image, chunk: list[_Item], elapsed: float, halvings: int
+    ) -> ImageResult:
+        params = self._params(it, img, len(chunk), elapsed, halvings)
+        if it.source_size is not None and img.size != it.source_size:
+            img = img.resize(it.source_size, Image.Resampling.LANCZOS)
+            params["resized_to_source"] = True
+        img = img.convert("RGB")
+        return ImageResult(
+            image=img,
+            latency_s=elapsed / len(chunk),
+            model=self.config.model_id(),
+            revision=self.config.revision,
+            params=params,
+            # the stage's PNG encoding, done here on the worker when overlapping
+            png=encode_png(img) if self.config.overlap else None,
+        )
 
     def _params(
         self, it: _Item, img: Image.Image, batch: int, elapsed: float, halvings: int
@@ -471,6 +510,54 @@ class DiffusersBackend:
         if self.config.call_kwargs:
             p["call_kwargs"] = dict(self.config.call_kwargs)
         return p
+
+
+class _Post:
+    """Post-processing of finished batches, in order: inline (depth 0) or on one thread.
+
+    At most ``depth`` batches wait on the worker; adding one more first waits for the oldest,
+    so decoded tensors held in memory stay bounded while the next batch is denoised.
+    """
+
+    def __init__(self, depth: int):
+        self.depth = depth
+        self._pool = ThreadPoolExecutor(1, "forenset-diffusers-post") if depth else None
+        self._pending: deque[Future[list[tuple[_Item, ImageResult]]]] = deque()
+        self._done: list[tuple[_Item, ImageResult]] = []
+
+    def add(self, finish: Callable[[], list[tuple[_Item, ImageResult]]]) -> None:
+        if self._pool is None:
+            self._done.extend(finish())
+            return
+        while len(self._pending) >= self.depth:
+            self._done.extend(self._pending.popleft().result())
+        self._pending.append(self._pool.submit(finish))
+
+    def done(self, results: list[tuple[_Item, ImageResult]]) -> None:
+        self._done.extend(results)
+
+    def drain(self) -> list[tuple[_Item, ImageResult]]:
+        while self._pending:
+            self._done.extend(self._pending.popleft().result())
+        return self._done
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _to_pil(images: Any, i: int) -> Image.Image:
+    """Item ``i`` of a pipeline's output as PIL, converted exactly as diffusers' "pil" does."""
+    img = images[i]
+    if isinstance(img, Image.Image):
+        return img
+    from diffusers.image_processor import VaeImageProcessor
+
+    if isinstance(img, torch.Tensor):  # output_type="pt": CHW in [0, 1], maybe on the GPU
+        arr = VaeImageProcessor.pt_to_numpy(img[None])
+    else:  # output_type="np": HWC
+        arr = np.asarray(img)[None]
+    return VaeImageProcessor.numpy_to_pil(arr)[0]
 
 
 def _describe(exc: BaseException) -> str:

@@ -31,6 +31,10 @@ class DiffusersConfig(BaseModel):
     edit_max_side: int | None = Field(default=1024, ge=8)  # edits: downscale longer side to this
     batch_size: int = operational(4, ge=1)
     cpu_offload: bool = operational(False)  # enable_model_cpu_offload (CUDA only)
+    # Post-process batch k (tensor -> PIL, resize back) on a worker thread while batch k+1 is
+    # denoised; at most ``overlap_depth`` batches wait there. Outputs are identical either way.
+    overlap: bool = operational(True)
+    overlap_depth: int = operational(2, ge=1)
     compile: bool = False  # torch.compile the denoiser (slow first call; never in tests)
     tiny: bool = False  # build a tiny random-weight pipeline instead of loading ``model``
     tiny_seed: int = 0
