@@ -15,8 +15,8 @@ from typing import Any
 
 import cv2
 import numpy as np
-from skimage.metrics import structural_similarity
 
+from forenset.backends.offline_diff import ssim_map
 from forenset.backends.rule_judge import expand
 
 TARGET_MARGIN = 0.06  # the rule judge's margin around the target box
@@ -55,7 +55,7 @@ def off_target(real: np.ndarray, fake: np.ndarray, box: list[float] | None) -> d
     diff = real.astype(np.float64) - fake.astype(np.float64)
     mse = float((diff[mask] ** 2).mean())
     psnr = 99.0 if mse <= 1e-10 else min(99.0, 10 * np.log10(255.0**2 / mse))
-    _, smap = structural_similarity(real, fake, channel_axis=2, data_range=255, full=True)
+    smap, _ = ssim_map(real, fake)  # skimage's full SSIM map on OpenCV filters (diffs' own)
     return {
         "psnr_outside": float(psnr),
         "ssim_outside": float(smap.mean(axis=2)[mask].mean()),

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 from PIL import Image
-from scipy import fft, stats
 
 FEATURE_VERSION = "forensic-features-v1"
 BLOCK = 16  # side of the inconsistency map's blocks, in pixels
@@ -74,6 +73,8 @@ def block_dct(grey: np.ndarray) -> np.ndarray:
     h, w = (grey.shape[0] // 8) * 8, (grey.shape[1] // 8) * 8
     g = grey[:h, :w].astype(np.float32) - 128.0
     blocks = g.reshape(h // 8, 8, w // 8, 8).transpose(0, 2, 1, 3).reshape(-1, 8, 8)
+    from scipy import fft  # here, not at import: the config imports stages that name this module
+
     return fft.dctn(blocks, axes=(1, 2), norm="ortho")
 
 
@@ -261,6 +262,8 @@ def features(image: np.ndarray | Image.Image) -> np.ndarray:
     flat = res.reshape(-1, 3).astype(np.float64)
     std = flat.std(axis=0)
     mad = np.median(np.abs(flat - np.median(flat, axis=0)), axis=0)
+    from scipy import stats
+
     kurt = np.where(std > _EPS, stats.kurtosis(flat, axis=0), 0.0)
     for c in range(3):
         out += [float(np.log(std[c] + 0.05)), float(np.log(mad[c] + 0.05))]
