@@ -331,6 +331,26 @@ def main() -> None:
             print(
                 f"{mode:7} forenset ÷ curator ok rows/s: {rate['forenset'] / rate['curator']:.2f}"
             )
+            if mode == "clean":
+                print_bounds(args, rate["curator"])
+
+
+def print_bounds(args: argparse.Namespace, curator_rate: float) -> None:
+    """The fastest any client can finish the clean run, as a multiple of Curator's rate.
+
+    Requests start at most ``rate`` apart and the last reply comes ``latency`` after the last
+    start, so the wall time is at least ``(n - 1) / rate + latency``: at the configured rate
+    (which both clients must respect) and at the server's own limit (the hard floor).
+    """
+    for label, per_s in (
+        (f"configured {args.rpm:g} req/min", args.rpm / 60.0),
+        (f"server {args.rps:g} req/s", args.rps),
+    ):
+        floor = (args.n - 1) / per_s + args.latency
+        print(
+            f"clean   bound at the {label}: wall >= {floor:.2f} s = "
+            f"{args.n / floor / curator_rate:.2f} x curator's ok rows/s"
+        )
 
 
 if __name__ == "__main__":

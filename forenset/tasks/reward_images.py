@@ -245,9 +245,11 @@ class RewardImages(Stage):
             "stage_version": self.version,
         }
 
-    def stored(self, img: Image.Image) -> dict[str, Any]:
+    def stored(self, img: Image.Image, png: bytes | None = None) -> dict[str, Any]:
+        """``png``: the backend's own encoding of exactly these pixels, stored as is (the
+        diffusers backend encodes on its worker thread while the next batch denoises)."""
         return {
-            "blob": self.ctx.store.put_blob(encode_png(img)),
+            "blob": self.ctx.store.put_blob(png if png is not None else encode_png(img)),
             "width": img.width,
             "height": img.height,
         }
@@ -290,5 +292,8 @@ class RewardImages(Stage):
                 out.append({**row, "status": "error", "error": err, "retryable": res.retryable})
                 continue
             img = square(np.asarray(res.image.convert("RGB")), self.rcfg.image_size)
-            out.append({**row, **self.stored(img), "status": "ok"})
+            # square() returns the pixels unchanged when the image is already a square of at
+            # most image_size: then the backend's PNG is the same bytes encode_png would give.
+            same = res.png is not None and res.image.mode == "RGB" and img.size == res.image.size
+            out.append({**row, **self.stored(img, res.png if same else None), "status": "ok"})
         return out

@@ -1,4 +1,4 @@
-"""Reply parsers, the rubric judge, the simulated annotator rule and round-robin pairing."""
+"""Reply parsers, the rubric judge, the simulated annotator rule, round-robin pairing, fake storage."""
 
 from __future__ import annotations
 
@@ -127,3 +127,39 @@ def test_the_reward_example_is_the_demo_with_reward_on():
     assert {k: v for k, v in example.items() if k not in ("reward", "run_dir")} == {
         k: v for k, v in demo.items() if k != "run_dir"
     }
+
+
+def test_fakes_store_the_backends_png_when_no_crop_or_resize_is_needed(tmp_path, monkeypatch):
+    """A square text-to-image result at image_size keeps the backend's PNG (encoded off the
+    critical path); a result that square() crops or scales is encoded by the stage."""
+    import io
+
+    from PIL import Image
+
+    import forenset.tasks.reward_images as ri
+    from forenset.config import validate_config
+    from forenset.store.run_store import RunStore
+    from forenset.tasks.base import StageContext
+    from tests.reward.build import reward_config
+
+    encoded: list[tuple[int, int]] = []
+    real_encode = ri.encode_png
+
+    def counting(img):
+        encoded.append(img.size)
+        return real_encode(img)
+
+    monkeypatch.setattr(ri, "encode_png", counting)
+    group = [(0, {"image_id": "a", "caption": "a red car"}), (2, {"image_id": "b", "caption": "x"})]
+    sizes = {}
+    for image_size in (64, 32):
+        cfg = validate_config(reward_config(tmp_path / f"run{image_size}", image_size=image_size))
+        stage = ri.RewardImages(StageContext(RunStore(str(cfg.run_dir)), cfg))
+        encoded.clear()
+        rows = stage.fakes(stage.generator("sd-a"), group)
+        assert [r["status"] for r in rows] == ["ok", "ok"]
+        sizes[image_size] = list(encoded)
+        for r in rows:
+            img = Image.open(io.BytesIO(stage.ctx.store.get_blob(r["blob"])))
+            assert img.size == (image_size, image_size) == (r["width"], r["height"])
+    assert sizes == {64: [], 32: [(32, 32), (32, 32)]}
