@@ -35,10 +35,17 @@ def outside_mask(shape: tuple[int, ...], box: list[float] | None) -> np.ndarray 
     return mask
 
 
-def off_target(real: np.ndarray, fake: np.ndarray, box: list[float] | None) -> dict[str, Any]:
-    """PSNR and SSIM over the pixels outside the target box, or nulls and the reason."""
+def off_target(
+    real: np.ndarray,
+    fake: np.ndarray,
+    box: list[float] | None,
+    smap: tuple[np.ndarray, int] | None = None,
+) -> dict[str, Any]:
+    """PSNR and SSIM over the pixels outside the target box, or nulls and the reason.
+    ``smap``: ``ssim_map(real, fake)`` of same-size images, when the caller already has it."""
     if fake.shape != real.shape:
         fake = cv2.resize(fake, (real.shape[1], real.shape[0]), interpolation=cv2.INTER_AREA)
+        smap = None
     mask = outside_mask(real.shape, box)
     if mask is None:
         return {
@@ -55,10 +62,11 @@ def off_target(real: np.ndarray, fake: np.ndarray, box: list[float] | None) -> d
     diff = real.astype(np.float64) - fake.astype(np.float64)
     mse = float((diff[mask] ** 2).mean())
     psnr = 99.0 if mse <= 1e-10 else min(99.0, 10 * np.log10(255.0**2 / mse))
-    smap, _ = ssim_map(real, fake)  # skimage's full SSIM map on OpenCV filters (diffs' own)
+    # skimage's full SSIM map on OpenCV filters (diffs' own)
+    s, _ = smap if smap is not None else ssim_map(real, fake)
     return {
         "psnr_outside": float(psnr),
-        "ssim_outside": float(smap.mean(axis=2)[mask].mean()),
+        "ssim_outside": float(s.mean(axis=2)[mask].mean()),
         "note": None,
     }
 

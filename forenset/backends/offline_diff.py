@@ -56,9 +56,16 @@ def ssim_map(
     return s, (win - 1) // 2
 
 
-def ssim(a: np.ndarray, b: np.ndarray, *, data_range: float = 255.0) -> float:
-    """Mean SSIM, channels averaged: ``structural_similarity(a, b, channel_axis=2)``'s value."""
-    s, pad = ssim_map(a, b, data_range=data_range)
+def ssim(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    data_range: float = 255.0,
+    smap: tuple[np.ndarray, int] | None = None,
+) -> float:
+    """Mean SSIM, channels averaged: ``structural_similarity(a, b, channel_axis=2)``'s value.
+    ``smap``: ``ssim_map(a, b)`` when the caller already has it (diffs uses it twice)."""
+    s, pad = smap if smap is not None else ssim_map(a, b, data_range=data_range)
     inner = s[pad : s.shape[0] - pad, pad : s.shape[1] - pad]
     if inner.ndim == 2:
         return float(inner.mean(dtype=np.float64))
@@ -71,12 +78,16 @@ def psnr(a: np.ndarray, b: np.ndarray, data_range: float = 255.0) -> float:
     return float("inf") if mse == 0 else 10 * np.log10(data_range**2 / mse)
 
 
-def fidelity(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """PSNR and SSIM between real and candidate (the XPlainVerse Table 2 fidelity columns)."""
+def fidelity(
+    a: np.ndarray, b: np.ndarray, smap: tuple[np.ndarray, int] | None = None
+) -> tuple[float, float]:
+    """PSNR and SSIM between real and candidate (the XPlainVerse Table 2 fidelity columns).
+    ``smap``: ``ssim_map(a, b)`` of same-size images, when the caller already has it."""
     if a.shape != b.shape:
         b = cv2.resize(b, (a.shape[1], a.shape[0]), interpolation=cv2.INTER_AREA)
+        smap = None
     p = psnr(a, b)
-    return (min(p, 99.0) if np.isfinite(p) else 99.0), ssim(a, b)
+    return (min(p, 99.0) if np.isfinite(p) else 99.0), ssim(a, b, smap=smap)
 
 
 def salience(area: float, magnitude: float) -> int:

@@ -13,12 +13,14 @@ from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
+import cv2
+import numpy as np
 import pyarrow as pa
 from pydantic import Field, model_validator
 
 from forenset.backends.fidelity import check_local, clip_i, lpips, off_target
 from forenset.backends.llm.types import ChatRequest
-from forenset.backends.offline_diff import fidelity, ground, pixel_differences
+from forenset.backends.offline_diff import fidelity, ground, pixel_differences, ssim_map
 from forenset.confbase import operational
 from forenset.images import decode_rgb
 from forenset.perturbations.encoder_specs import check_encoder_spec
@@ -181,12 +183,21 @@ class Diffs(StrategyStage):
             min_region_frac=c.min_region_frac,
             max_regions=c.max_regions,
         )
-        psnr, ssim = fidelity(real, fake)
+        if fake.shape != real.shape:  # as pixel_differences and fidelity compare them
+            fake = cv2.resize(fake, (real.shape[1], real.shape[0]), interpolation=cv2.INTER_AREA)
+        smap = ssim_map(real, fake)  # one RGB SSIM map for the whole-image and off-target SSIM
+        psnr, ssim = fidelity(real, fake, smap)
         pixels = {"changed_frac": d["changed_frac"], "psnr": psnr, "ssim": ssim}
-        pixels.update(self.preservation(row, real, fake))
+        pixels.update(self.preservation(row, real, fake, smap))
         return d, pixels, real_png, fake_png
 
-    def preservation(self, row: dict[str, Any], real: Any, fake: Any) -> dict[str, Any]:
+    def preservation(
+        self,
+        row: dict[str, Any],
+        real: np.ndarray,
+        fake: np.ndarray,
+        smap: tuple[np.ndarray, int] | None = None,
+    ) -> dict[str, Any]:
         """Off-target PSNR/SSIM (outside the instruction's target box), LPIPS and CLIP-I; each
         null value's reason in ``fidelity_note``."""
         c = self.cfg
@@ -194,7 +205,7 @@ class Diffs(StrategyStage):
             box = json.loads(row.get("instruction") or "{}").get("change_bbox")
         except (ValueError, AttributeError):
             box = None
-        out = off_target(real, fake, box)
+        out = off_target(real, fake, box, smap)
         notes = [out.pop("note")]
         out["lpips"], why = lpips(real, fake, c.lpips_model, c.fidelity_device)
         notes.append(why)

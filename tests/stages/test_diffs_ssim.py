@@ -37,3 +37,19 @@ def test_ssim_matches_scikit_image(h, w):
 def test_fidelity_of_identical_images_is_capped():
     real, _ = _pair(32, 32, 0)
     assert fidelity(real, real) == (99.0, pytest.approx(1.0))
+
+
+def test_a_shared_ssim_map_gives_the_same_fidelity_and_off_target_values():
+    """diffs computes the RGB SSIM map once for fidelity and off_target; sharing it must not
+    change either value, and a map of another size (a resized candidate) is not used."""
+    from forenset.backends.fidelity import off_target
+
+    real, fake = _pair(120, 150, 3)
+    smap = ssim_map(real, fake)
+    box = [0.3, 0.2, 0.5, 0.5]
+    assert fidelity(real, fake, smap) == fidelity(real, fake)
+    assert off_target(real, fake, box, smap) == off_target(real, fake, box)
+    assert off_target(real, fake, box)["ssim_outside"] != fidelity(real, fake)[1]
+    small = fake[:60, :75]  # resized inside: the given map no longer applies
+    assert fidelity(real, small, smap) == fidelity(real, small)
+    assert off_target(real, small, box, smap) == off_target(real, small, box)
