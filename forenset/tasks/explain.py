@@ -27,9 +27,10 @@ from forenset.backends.offline_explain import (
     simple_fake,
     subject,
 )
+from forenset.errors import ConfigurationError
 from forenset.images import decode_rgb
 from forenset.schemas.explanations import SCHEMA
-from forenset.tasks.base import ShardSpec, StageRowError
+from forenset.tasks.base import ContractError, ShardSpec, StageRowError, describe, writable
 from forenset.tasks.modelcall import (
     ModelStageConfig,
     Outcome,
@@ -59,6 +60,11 @@ class ExplanationsConfig(ModelStageConfig):
 
 
 TEMPLATES = ("explain_complex", "explain_simple", "explain_authenticity")
+
+
+def keyed(row: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The input row with the explanation's id, so its error row is keyed like its row."""
+    return {**row, "explanation_id": f"{row['sample_id']}-{kind}", "kind": kind}
 
 
 class ExplanationsOffline(OfflineStrategy):
@@ -93,13 +99,28 @@ class ExplanationsOffline(OfflineStrategy):
         )
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None) -> Iterable[dict[str, Any]]:
+        """One row per kind, each its own try: a simple text failing validation keeps the
+        complex one, and an error row is keyed by its explanation id, as on the model path."""
+        kinds = ("authenticity",) if row["label"] == "real" else ("complex", "simple")
+        try:
+            made = self.makers(row)
+        except Exception as e:  # noqa: BLE001 - isolate()'s rule, applied to each kind's row
+            return [self.kind_error(row, kind, e) for kind in kinds]
+        out = []
+        for kind in kinds:
+            make, ents = made[kind]
+            try:
+                out.append(self.generate(kind, make, ents, row))
+            except Exception as e:  # noqa: BLE001
+                out.append(self.kind_error(row, kind, e))
+        return out
+
+    def makers(self, row: dict[str, Any]) -> dict[str, tuple[Callable[[int], str], list[str]]]:
+        """Each kind's text maker (attempt -> text) and the entities it must mention."""
         if row["label"] == "real":
             img = decode_rgb(self.ctx.store.get_blob(row["blob"]))
             ents = entity_names(row.get("entities"))
-            yield self.generate(
-                "authenticity", lambda a: authenticity(img, row["caption"], ents, a), ents, row
-            )
-            return
+            return {"authenticity": (lambda a: authenticity(img, row["caption"], ents, a), ents)}
         ins = json.loads(row["instruction"] or "{}")
         if row.get("differences") is None:
             raise StageRowError(
@@ -110,8 +131,20 @@ class ExplanationsOffline(OfflineStrategy):
         # the target when the instruction names one (else the largest measured region); the
         # edit kind is never used: the text states what was measured
         ents = [subject(ins, [d for d in diffs if d.get("change_type") != "artifact"])[2]]
-        yield self.generate("complex", lambda a: complex_fake(ins, diffs, a), ents, row)
-        yield self.generate("simple", lambda a: simple_fake(ins, diffs, a), ents, row)
+        return {
+            "complex": (lambda a: complex_fake(ins, diffs, a), ents),
+            "simple": (lambda a: simple_fake(ins, diffs, a), ents),
+        }
+
+    def kind_error(self, row: dict[str, Any], kind: str, e: Exception) -> dict[str, Any]:
+        """RowStage's error rule (a StageRowError as explained, anything else retryable) for
+        one kind's row; configuration and contract errors still fail the shard."""
+        if isinstance(e, (ConfigurationError, ContractError)):
+            raise e
+        key = keyed(row, kind)
+        if isinstance(e, StageRowError):
+            return self.stage.error_row(key, writable(str(e)), e.retryable)
+        return self.stage.error_row(key, describe(e), True)
 
 
 class ExplanationsModel(ModelStrategy):
@@ -119,11 +152,6 @@ class ExplanationsModel(ModelStrategy):
     image); round 2: ``explain_simple`` conditioned on each accepted complex text."""
 
     stage: Explanations
-
-    @staticmethod
-    def keyed(row: dict[str, Any], kind: str) -> dict[str, Any]:
-        """The input row with the explanation's id, so its error row is keyed like its row."""
-        return {**row, "explanation_id": f"{row['sample_id']}-{kind}", "kind": kind}
 
     def blob(self, key: str) -> bytes:
         try:
@@ -227,7 +255,7 @@ class ExplanationsModel(ModelStrategy):
             if self.pool(kind) is None:
                 offline.append(row)
                 continue
-            made = self.prepare(self.keyed(row, kind), out, partial(self.first, row, kind))
+            made = self.prepare(keyed(row, kind), out, partial(self.first, row, kind))
             if made is not None:
                 ents, req = made
                 meta[req.item_id] = (row, kind, ents)
@@ -242,7 +270,7 @@ class ExplanationsModel(ModelStrategy):
         second = []
         for item_id, (row, kind, ents) in list(meta.items()):
             o = done[item_id]
-            rows = self.convert(self.keyed(row, kind), o, partial(self.record, row, kind, ents, o))
+            rows = self.convert(keyed(row, kind), o, partial(self.record, row, kind, ents, o))
             out.extend(rows)
             if kind != "complex":
                 continue
@@ -257,22 +285,20 @@ class ExplanationsModel(ModelStrategy):
                 )
                 continue
             simple = partial(self.simple, row, rows[0]["text"])
-            req = self.prepare(self.keyed(row, "simple"), out, simple)
+            req = self.prepare(keyed(row, "simple"), out, simple)
             if req is not None:
                 meta[req.item_id] = (row, "simple", ents)
                 second.append((req, self.checker("simple", ents)))
         for item_id, o in (self.call(second, self.cfg.llm) if second else {}).items():
             row, kind, ents = meta[item_id]
-            out.extend(
-                self.convert(self.keyed(row, kind), o, partial(self.record, row, kind, ents, o))
-            )
+            out.extend(self.convert(keyed(row, kind), o, partial(self.record, row, kind, ents, o)))
         return out
 
 
 class Explanations(SplitPartitioned, StrategyStage):
     name = "explanations"
     config_model = ExplanationsConfig
-    version = "2"
+    version = "3"  # 3: one try per kind offline (a failed simple text keeps the complex one)
     input_columns = (
         "sample_id",
         "label",
