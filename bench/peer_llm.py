@@ -12,6 +12,10 @@ forenset runs ``run_chat`` with a pool of two model names sharing the server's l
 virtual environment, created here on first use (never a forenset dependency); it needs
 the network once to install (``--peer-venv`` to reuse another one).
 
+It ends with the medians per client and mode and, for the clean runs, the two floors of any
+client's wall time (at the configured rate and at the server's own limit) as multiples of
+Curator's ok rows/s: how much faster than Curator a client could be on this machine at all.
+
     PYTHONPATH=$PWD python bench/peer_llm.py [--n 600] [--rounds 2]
 """
 
