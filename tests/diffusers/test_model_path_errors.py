@@ -79,6 +79,19 @@ def test_hub_id_in_the_cache_loads_offline(tmp_path):
     )
     out = DiffusersBackend(cfg).generate([GenerateRequest("x", seed=0, size=(32, 32))])
     assert out[0].status == "ok", out[0].error
+    assert out[0].revision == commit  # the exact weights, although no revision was configured
+    branch = _config(
+        "forenset-tests/tiny-sd",
+        pipeline="StableDiffusionPipeline",
+        steps=1,
+        revision="main",
+        load_kwargs={"local_files_only": True, "cache_dir": str(tmp_path)},
+    )
+    out = DiffusersBackend(branch).generate([GenerateRequest("x", seed=0, size=(32, 32))])
+    assert (out[0].status, out[0].revision) == ("ok", commit)  # a branch resolves to its commit
+    local = _config(repo / "snapshots" / commit, pipeline="StableDiffusionPipeline", steps=1)
+    out = DiffusersBackend(local).generate([GenerateRequest("x", seed=0, size=(32, 32))])
+    assert (out[0].status, out[0].revision) == ("ok", None)  # a folder has no commit
 
 
 def test_half_copied_checkpoint_raises_on_load_not_error_rows(tmp_path):

@@ -190,6 +190,26 @@ def check_model_source(config: DiffusersConfig) -> None:
             )
 
 
+def resolved_revision(config: DiffusersConfig) -> str | None:
+    """The hub commit a loaded hub-id model came from, read from the local cache (the snapshot
+    folder's name): rows then name the exact weights even when ``revision`` was unset or a
+    branch. A local folder or a tiny pipeline has no commit: the configured value (None)."""
+    if config.tiny or Path(config.model).is_dir():
+        return config.revision
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(
+            config.model,
+            "model_index.json",
+            cache_dir=config.load_kwargs.get("cache_dir"),
+            revision=config.revision,
+        )
+    except Exception:  # noqa: BLE001 - a bookkeeping lookup never fails a build
+        return config.revision
+    return Path(cached).parent.name if isinstance(cached, str) else config.revision
+
+
 def _config_error(config: DiffusersConfig, problem: str) -> ConfigurationError:
     return ConfigurationError(f"diffusers model {config.model!r} ({config.pipeline}) {problem}.")
 
@@ -272,6 +292,7 @@ class DiffusersBackend:
         self.config = config
         self.spec = self.config.spec
         self._pipeline = pipeline
+        self._revision = self.config.revision  # the hub commit once a hub-id model is loaded
         if pipeline is None:
             check_model_source(self.config)
         self._resolved = self.config.resolved()
@@ -328,10 +349,11 @@ class DiffusersBackend:
     def pipeline(self) -> Any:
         if self._pipeline is None:
             self._pipeline = load_pipeline(self.config)
+            self._revision = resolved_revision(self.config)
         return self._pipeline
 
     def _error(self, message: str, retryable: bool) -> ImageResult:
-        return _error(message, retryable, self.config.model_id(), self.config.revision)
+        return _error(message, retryable, self.config.model_id(), self._revision)
 
     def _all_errors(self, n: int, message: str, retryable: bool = False) -> list[ImageResult]:
         return [self._error(message, retryable) for _ in range(n)]
@@ -474,7 +496,7 @@ class DiffusersBackend:
             image=img,
             latency_s=elapsed / len(chunk),
             model=self.config.model_id(),
-            revision=self.config.revision,
+            revision=self._revision,
             params=params,
             # the stage's PNG encoding, done here on the worker when overlapping
             png=encode_png(img) if self.config.overlap else None,
