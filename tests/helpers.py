@@ -9,7 +9,7 @@ from forenset.schemas.common import VOLATILE
 from forenset.stages import stage_class, stage_names
 from forenset.store.run_store import RunStore
 
-__all__ = ["run_local", "rows", "all_rows"]
+__all__ = ["run_local", "rows", "all_rows", "agreeing_evaluator"]
 
 
 def rows(store: RunStore, stage: str) -> list[dict]:
@@ -24,3 +24,19 @@ def rows(store: RunStore, stage: str) -> list[dict]:
 
 def all_rows(store: RunStore) -> dict[str, list[dict]]:
     return {name: rows(store, name) for name in stage_names()}
+
+
+def agreeing_evaluator(body: dict) -> dict:
+    """A fake-server reply for the EntityScore/EvidenceScore evaluator: one entity with one
+    claim in every text, and every one of them supported."""
+    from forenset.testing.fake_openai import request_text
+
+    if "convert one free-form explanation" in " ".join(request_text(body).split()):
+        return {
+            "diagnostic_entities": [{"entity_id": "E1", "name": "hand"}],
+            "evidence_claims": [{"claim_id": "C1", "entity_id": "E1", "claim": "blurry"}],
+        }
+    return {
+        "entities": [{"entity_id": "E1", "supported": True}],
+        "claims": [{"claim_id": "C1", "supported": True}],
+    }

@@ -167,18 +167,8 @@ def test_import_gold_agreement_by_a_model_evaluator(exported, tmp_path, monkeypa
 
     from forenset.backends.llm import reset_limiters
     from forenset.cli import app
-    from forenset.testing.fake_openai import FakeOpenAI, request_text
-
-    def reply(body):
-        if "convert one free-form explanation" in " ".join(request_text(body).split()):
-            return {
-                "diagnostic_entities": [{"entity_id": "E1", "name": "hand"}],
-                "evidence_claims": [{"claim_id": "C1", "entity_id": "E1", "claim": "blurry"}],
-            }
-        return {
-            "entities": [{"entity_id": "E1", "supported": True}],
-            "claims": [{"claim_id": "C1", "supported": True}],
-        }
+    from forenset.testing.fake_openai import FakeOpenAI
+    from tests.helpers import agreeing_evaluator
 
     store, out, _ = exported
     run = tmp_path / "run"
@@ -190,7 +180,7 @@ def test_import_gold_agreement_by_a_model_evaluator(exported, tmp_path, monkeypa
     monkeypatch.setenv("FAKE_GOLD_KEY", "sk-gold")
     reset_limiters()
     with FakeOpenAI() as server:
-        server.reply = reply
+        server.reply = agreeing_evaluator
         pool = {
             "backend": "openai", "model": "gpt-fake", "base_url": server.base_url,
             "api_key_env": "FAKE_GOLD_KEY", "timeout_s": 5.0,

@@ -23,6 +23,7 @@ from forenset.tasks.base import StageContext
 from forenset.tasks.eval_scores import NO_FAKES, EvalScores
 from forenset.worker import execute_shard
 from tests.conftest import small_config_dict
+from tests.helpers import agreeing_evaluator
 from tests.scorers.scorer_kit import save_encoder, save_regressor
 
 T_HAND_SIGN = "The hand looks blurry and the sign text is warped."
@@ -349,21 +350,6 @@ def test_cli_without_eval_scores_says_so(tmp_path):
     assert "has no eval_scores" in res.output
 
 
-def _agreeing_evaluator(body):
-    """An evaluator that finds one entity with one claim in every text and supports all."""
-    from forenset.testing.fake_openai import request_text
-
-    if "convert one free-form explanation" in " ".join(request_text(body).split()):
-        return {
-            "diagnostic_entities": [{"entity_id": "E1", "name": "hand"}],
-            "evidence_claims": [{"claim_id": "C1", "entity_id": "E1", "claim": "blurry"}],
-        }
-    return {
-        "entities": [{"entity_id": "E1", "supported": True}],
-        "claims": [{"claim_id": "C1", "supported": True}],
-    }
-
-
 @pytest.mark.parametrize("broken", [False, True])
 def test_entity_evidence_by_a_model_evaluator(tmp_path, monkeypatch, broken):
     from forenset.backends.llm import reset_limiters, reset_stage
@@ -373,7 +359,7 @@ def test_entity_evidence_by_a_model_evaluator(tmp_path, monkeypatch, broken):
     reset_limiters()
     reset_stage("eval_scores", 3)
     with FakeOpenAI() as server:
-        server.reply = (lambda body: Fault(content="not json")) if broken else _agreeing_evaluator
+        server.reply = (lambda body: Fault(content="not json")) if broken else agreeing_evaluator
         pool = {
             "backend": "openai",
             "model": "gpt-fake",
