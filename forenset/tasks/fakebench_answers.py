@@ -180,10 +180,9 @@ class FakeBenchAnswers(Stage):
         """FakeClue in inference mode: chain of thought, then a verdict to parse."""
         return it["task"] == "fakeclue" and it.get("form") != "fault_finding"
 
-    def constant(self, m: FakeBenchModel, it: dict[str, Any]) -> dict[str, Any]:
-        """The offline reference's row (``kind: constant``)."""
-        reply = constant_reply(m.belief, it["task"], it.get("form"), it["question"])
-        p = parse_answer(reply) if self.reasons(it) else None
+    @staticmethod
+    def ident(m: FakeBenchModel, it: dict[str, Any]) -> dict[str, Any]:
+        """The columns that say whose answer to which item a row is."""
         return {
             "answer_id": f"{m.name}/{it['item_id']}",
             "answerer": m.name,
@@ -191,6 +190,14 @@ class FakeBenchAnswers(Stage):
             "task": it["task"],
             "sample_id": it["sample_id"],
             "label": it["label"],
+        }
+
+    def constant(self, m: FakeBenchModel, it: dict[str, Any]) -> dict[str, Any]:
+        """The offline reference's row (``kind: constant``)."""
+        reply = constant_reply(m.belief, it["task"], it.get("form"), it["question"])
+        p = parse_answer(reply) if self.reasons(it) else None
+        return {
+            **self.ident(m, it),
             "reply": reply,
             "response": p.reasoning if p else reply,
             "verdict": p.answer if p else None,
@@ -278,14 +285,7 @@ class FakeBenchAnswers(Stage):
         out: list[dict[str, Any]] = []
         reqs = []
         for it in items:
-            base = {
-                "answer_id": f"{m.name}/{it['item_id']}",
-                "answerer": m.name,
-                "item_id": it["item_id"],
-                "task": it["task"],
-                "sample_id": it["sample_id"],
-                "label": it["label"],
-            }
+            base = self.ident(m, it)
             try:
                 image = self.ctx.store.get_blob(it["blob"])
             except Exception as e:  # noqa: BLE001 - one missing blob must not fail the shard
