@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -132,9 +133,8 @@ def test_import_counts_problems_and_keeps_every_annotation(exported, tmp_path):
     assert again.path == info.path and len(store.manifest("gold_references")) == 1
 
 
-def test_import_gold_cli_prints_problems_and_agreement(exported, tmp_path):
-    from forenset.cli import app
-
+def run_with_export(exported, tmp_path) -> tuple[Path, Path]:
+    """A copy of the exported run and a Label Studio-shaped export of its gold tasks."""
     store, out, _ = exported
     run = tmp_path / "run"
     shutil.copytree(store.root, run)
@@ -142,6 +142,13 @@ def test_import_gold_cli_prints_problems_and_agreement(exported, tmp_path):
     shared = json.loads((out / "gold_overlap_tasks.json").read_text())
     path = tmp_path / "export.json"
     path.write_text(json.dumps(ls_export(tasks, shared)))
+    return run, path
+
+
+def test_import_gold_cli_prints_problems_and_agreement(exported, tmp_path):
+    from forenset.cli import app
+
+    run, path = run_with_export(exported, tmp_path)
     res = CliRunner().invoke(app, ["import-gold", str(run), str(path)], terminal_width=200)
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
@@ -170,13 +177,7 @@ def test_import_gold_agreement_by_a_model_evaluator(exported, tmp_path, monkeypa
     from forenset.testing.fake_openai import FakeOpenAI
     from tests.helpers import agreeing_evaluator
 
-    store, out, _ = exported
-    run = tmp_path / "run"
-    shutil.copytree(store.root, run)
-    tasks = json.loads((out / "gold_tasks.json").read_text())
-    shared = json.loads((out / "gold_overlap_tasks.json").read_text())
-    path = tmp_path / "export.json"
-    path.write_text(json.dumps(ls_export(tasks, shared)))
+    run, path = run_with_export(exported, tmp_path)
     monkeypatch.setenv("FAKE_GOLD_KEY", "sk-gold")
     reset_limiters()
     with FakeOpenAI() as server:
