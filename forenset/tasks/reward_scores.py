@@ -5,7 +5,8 @@
 - ``elo`` (Tables 3, 5): policies ranked from the ground-truth labels (``labels_from`` = human or
   simulated) and from each judge's own choices (``labels_from`` = the judge): mean Elo over
   ``reward.elo_shuffles`` seeded game orders (start 1200, K = ``reward.elo_k``, Tie half a win,
-  BothBad no game), Bradley-Terry beside it, games / wins / losses / ties / win rate. A
+  BothBad no game), Bradley-Terry beside it, games / wins / losses / ties / win rate as
+  RewardBench prints them (games = wins + losses, win rate = wins / games, ties apart). A
   human-written policy (``kind: file``) is ranked like any other (Table 5).
 - ``judge_accuracy`` (Table 4): Acc(4) and Acc(2) of each judge against the labels, per order
   (``shown``: as annotators saw the triplet; ``swapped``: answers given with the responses
@@ -41,7 +42,7 @@ VALUES = (
 
 class RewardScores(Stage):
     name = "reward_scores"
-    version = "1"
+    version = "2"  # 2: games = wins + losses, win rate = wins / games; BT fitted to convergence
     inputs = ("reward_responses", "reward_triplets", "reward_judgments", "reward_labels")
     input_columns = {
         "reward_responses": ("response_id", "policy", "generator", "label", "verdict"),

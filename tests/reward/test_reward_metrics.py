@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from forenset.backends.reward.metrics import (
     Game,
+    NotConverged,
     acc2,
     acc4,
     agreement,
@@ -62,11 +64,13 @@ def test_three_policy_toy_has_the_known_order_and_counts():
     table = elo_table(games, k=32, shuffles=50, seed=1)
     assert [r.policy for r in table] == ["a", "b", "c"]
     by = {r.policy: r for r in table}
+    # RewardBench's Tables 3/5: games = wins + losses, win rate = wins / games; ties apart
     assert (by["a"].games, by["a"].wins, by["a"].losses, by["a"].ties) == (6, 6, 0, 0)
-    assert (by["b"].games, by["b"].wins, by["b"].losses, by["b"].ties) == (6, 2, 3, 1)
-    assert (by["c"].games, by["c"].wins, by["c"].losses, by["c"].ties) == (6, 0, 5, 1)
+    assert (by["b"].games, by["b"].wins, by["b"].losses, by["b"].ties) == (5, 2, 3, 1)
+    assert (by["c"].games, by["c"].wins, by["c"].losses, by["c"].ties) == (5, 0, 5, 1)
     assert by["a"].both_bad == 2 and by["b"].both_bad == 0
-    assert by["a"].win_rate == 1.0 and by["b"].win_rate == pytest.approx(2.5 / 6)
+    assert by["a"].win_rate == 1.0 and by["b"].win_rate == pytest.approx(2 / 5)
+    assert by["c"].win_rate == 0.0
     assert by["a"].bt > by["b"].bt > by["c"].bt
     assert sum(r.elo for r in table) == pytest.approx(3 * 1200)  # Elo is zero-sum
 
@@ -88,6 +92,81 @@ def test_bradley_terry_is_symmetric_and_finite():
     assert math.isfinite(unbeaten["a"]) and unbeaten["a"] > 1200 > unbeaten["b"]
     assert unbeaten["a"] - 1200 == pytest.approx(1200 - unbeaten["b"])
     assert bradley_terry([], "ab") == {"a": 1200.0, "b": 1200.0}
+
+
+def test_table_3_rows_hold_games_and_win_rate_as_rewardbench_prints_them():
+    # RewardBench Table 3 row 3 (o3): 753 games, 397 wins, 356 losses, win rate 0.527
+    games = [Game("o3", "x", "First")] * 397 + [Game("x", "o3", "First")] * 356
+    games += [Game("o3", "x", "Tie")] * 40 + [Game("o3", "x", "BothBad")] * 9
+    o3 = {r.policy: r for r in elo_table(games, shuffles=2)}["o3"]
+    assert (o3.games, o3.wins, o3.losses, o3.ties, o3.both_bad) == (753, 397, 356, 40, 9)
+    assert round(o3.win_rate, 3) == 0.527
+    for r in elo_table(games, shuffles=2):
+        assert r.games == r.wins + r.losses and r.win_rate == pytest.approx(r.wins / r.games)
+
+
+def _bt_games(n: int = 3000, players: int = 7, seed: int = 0) -> list[Game]:
+    """Seeded triplets over ``players`` policies of spread-out strength, with ties and both-bad."""
+    rng = np.random.default_rng(seed)
+    names = [f"p{i}" for i in range(players)]
+    true = np.linspace(-3.0, 3.0, players)
+    out = []
+    for _ in range(n):
+        a, b = rng.choice(players, 2, replace=False)
+        u = rng.random()
+        if u < 0.1:
+            choice = "Tie"
+        elif u < 0.2:
+            choice = "BothBad"
+        else:
+            choice = "First" if rng.random() < 1 / (1 + math.exp(true[b] - true[a])) else "Second"
+        out.append(Game(names[a], names[b], choice))
+    return out
+
+
+def _sklearn_bt(games: list[Game]) -> dict[str, float]:
+    """The same model fitted independently: a logistic regression on the pairwise design (one
+    column per player, +1 for the first, -1 for the second, no intercept, no penalty); a tie is a
+    half-weighted win and a half-weighted loss; each player's virtual tie against the 1200
+    reference is a row with only its own column."""
+    from sklearn.linear_model import LogisticRegression
+
+    names = sorted({p for g in games for p in (g.first, g.second)})
+    idx = {p: i for i, p in enumerate(names)}
+    rows, ys, ws = [], [], []
+
+    def add(x: np.ndarray, s: float) -> None:
+        rows.extend([x, x])
+        ys.extend([1, 0])
+        ws.extend([s, 1 - s])
+
+    for g in games:
+        s = {"First": 1.0, "Second": 0.0, "Tie": 0.5}.get(g.choice)
+        if s is not None:
+            x = np.zeros(len(names))
+            x[idx[g.first]], x[idx[g.second]] = 1.0, -1.0
+            add(x, s)
+    for i in range(len(names)):
+        add(np.eye(len(names))[i], 0.5)
+    fit = LogisticRegression(fit_intercept=False, C=np.inf, solver="newton-cg", tol=1e-12,
+                             max_iter=10_000)  # fmt: skip
+    fit.fit(np.array(rows), ys, sample_weight=ws)
+    return {p: 1200 + 400 * fit.coef_[0][i] / math.log(10) for p, i in idx.items()}
+
+
+def test_bradley_terry_equals_an_independent_logistic_regression_fit():
+    """At 3,000 triplets over 7 policies the old fixed 2,000 MM steps left every rating ~37
+    points off the maximum-likelihood fit; the fit to tolerance agrees with scikit-learn."""
+    games = _bt_games()
+    ours, ref = bradley_terry(games, []), _sklearn_bt(games)
+    assert set(ours) == set(ref)
+    for p in ref:
+        assert ours[p] == pytest.approx(ref[p], abs=1e-3), p
+
+
+def test_bradley_terry_that_cannot_converge_says_so():
+    with pytest.raises(NotConverged):
+        bradley_terry(_bt_games(300), [], max_iters=1)
 
 
 def test_majority_vote_agreement_and_position_shares():
