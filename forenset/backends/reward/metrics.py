@@ -151,7 +151,7 @@ def bradley_terry(
         denom = (pairs / (p[:, None] + p[None, :])).sum(axis=1) + 1.0 / (p + 1.0)
         mm = np.log(wins / denom)
         # the shift c maximising the virtual games' likelihood: sum_i (1/2 - sigmoid(t_i + c)) = 0
-        c = brentq(lambda c: float(np.sum(0.5 - expit(mm + c))), -60.0, 60.0, xtol=1e-15)
+        c = brentq(lambda c, t: float(np.sum(0.5 - expit(t + c))), -60.0, 60.0, (mm,), 1e-15)
         new = mm + c
         step = float(np.max(np.abs(new - theta)))
         theta = new
