@@ -3,8 +3,9 @@
 Shared by ``forenset fakebench RUN_DIR`` (Rich tables) and the HTML report, so both show the
 same numbers: FakeClass accuracy (%) overall, on the real and fake subsets and per question
 form; FakeClue and FakeQA with BLEU-1/2, ROUGE-L, similarity (0–1), judged Completeness /
-Preciseness / Relevance (0–2, mean of the rounds) and the overall average (0–1). A null value is
-a dash with its reason.
+Preciseness / Relevance (0–2, mean of the rounds), the two "Aver." columns of Tables 5–7
+(automatic, 0–1; judged, 0–2) and the Overall (0–1): the mean of the automatic average and the
+judged average halved. A null value is a dash with its reason.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ TEXT_METRICS = (
     ("bleu2", "B.-2"),
     ("rouge_l", "R.-L"),
     ("similarity", "Sim."),
+    ("auto_average", "Aver. (auto)"),
     ("completeness", "Comp."),
     ("preciseness", "Prec."),
     ("relevance", "Rele."),
-    ("average", "Aver."),
+    ("judged_average", "Aver. (judged, 0-2)"),
+    ("average", "Overall"),
 )
 TEXT_HEADERS = ("model", "n", *(h for _, h in TEXT_METRICS))
 CLUE_HEADERS = ("model", "mode", *TEXT_HEADERS[1:], "Acc (CoT verdict)")
@@ -80,12 +83,12 @@ def fakebench_tables(con: Any) -> FakeBenchTables | None:
             if task == "fakeclue":
                 cells.insert(1, key[1].replace("_", "-"))
             for m, h in TEXT_METRICS:
-                cells.append(_num(r[m]))
+                cells.append(_num(r.get(m)))
                 why = r.get(f"{m}_reason")
-                if r[m] is None and why:
+                if r.get(m) is None and why:
                     where = f"{model} {task}" + (f" {key[1]}" if task == "fakeclue" else "")
                     out.reasons.setdefault((h, why), []).append(where)
-                if r[m] is not None and r.get(f"{m}_model"):
+                if r.get(m) is not None and r.get(f"{m}_model"):
                     out.models.append(f"{h}: {r[f'{m}_model']}")
             if task == "fakeclue":
                 cells.append(_num(r["accuracy"], pct=True))

@@ -29,6 +29,8 @@ SCHEMA = stage_schema(
     *_metric("completeness"),  # judged, 0-2, mean over rounds then items
     *_metric("preciseness"),
     *_metric("relevance"),
-    pa.field("average", F64),  # mean of the available measures scaled to [0, 1]
+    pa.field("auto_average", F64),  # Tables 5-7 "Automatic Metrics Aver.": B-1, B-2, R-L, Sim.
+    pa.field("judged_average", F64),  # "GPT-assisted Aver.": Comp., Prec., Rele. on 0-2
+    pa.field("average", F64),  # "Overall": (auto_average + judged_average / 2) / 2, on [0, 1]
     pa.field("average_of", S),  # which measures the average covers
 )

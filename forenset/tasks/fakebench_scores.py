@@ -20,9 +20,13 @@ the answers of one (model, task, group):
   image are averaged first, then the images. Groups: ``all`` and ``dimension`` (the questions
   of one dimension, averaged directly).
 
-``average`` is the overall measure of §4.1: the mean of the measures that exist, each scaled to
-[0, 1] (BLEU, ROUGE-L, similarity as they are, the judged ones divided by 2); ``average_of``
-names them, so an average without a judge or an encoder is never mistaken for the full one.
+``average`` is the overall measure of §4.1 as Tables 5-7 compute it: the mean of two averages,
+``auto_average`` (BLEU-1, BLEU-2, ROUGE-L, similarity: the "Automatic Metrics Aver." column) and
+``judged_average`` (Completeness, Preciseness, Relevance on their 0-2 scale: the "GPT-assisted
+Aver." column) divided by 2 to [0, 1]; e.g. GPT-4V in Table 5: (0.282 + 1.729 / 2) / 2 = 0.573.
+When one side is missing (no judge, no encoder), each side averages what it has and the overall
+is the side present; ``average_of`` names the measures, so such an average is never mistaken for
+the full one.
 An answer that is an error row (a failed call) is not scored; an item that has no answer at all
 counts as wrong for FakeClass and as an empty text (scored 0) elsewhere: a model cannot gain by
 failing. Without a judge or an encoder the columns are null with the reason. Judge rounds that
@@ -53,6 +57,7 @@ OVERLAP = ("bleu1", "bleu2", "rouge_l")
 JUDGED = ("completeness", "preciseness", "relevance")
 MODEL_METRICS = ("similarity", *JUDGED)
 NOT_FAKECLASS = "FakeClass is scored by accuracy only"
+AVERAGES = ("auto_average", "judged_average", "average", "average_of")
 
 
 def image_mean(values: Sequence[tuple[str, float]]) -> float:
@@ -63,19 +68,30 @@ def image_mean(values: Sequence[tuple[str, float]]) -> float:
     return fmean(fmean(vs) for vs in per.values())
 
 
-def overall_average(row: dict[str, Any]) -> tuple[float | None, str | None]:
-    """§4.1's "Aver.": the mean of the measures present, scaled to [0, 1]."""
-    parts = {m: row.get(m) for m in (*OVERLAP, "similarity")}
-    parts.update({m: (row[m] / 2 if row.get(m) is not None else None) for m in JUDGED})
-    have = {m: v for m, v in parts.items() if v is not None}
-    if not have:
-        return None, None
-    return fmean(have.values()), ",".join(have)
+AUTOMATIC = (*OVERLAP, "similarity")
+
+
+def overall_average(
+    row: dict[str, Any],
+) -> tuple[float | None, float | None, float | None, str | None]:
+    """(automatic Aver., judged Aver. on 0-2, overall on 0-1, the measures used), as FakeBench's
+    Tables 5-7: overall = (automatic Aver. + judged Aver. / 2) / 2 (§4.1: "the average of
+    automatic and GPT-assisted measures scaled to the range of [0,1]"). A side with no measure
+    is None and the overall is the other side alone."""
+    auto = [row[m] for m in AUTOMATIC if row.get(m) is not None]
+    judged = [row[m] for m in JUDGED if row.get(m) is not None]
+    a = fmean(auto) if auto else None
+    j = fmean(judged) if judged else None
+    sides = [v for v in (a, None if j is None else j / 2) if v is not None]
+    if not sides:
+        return None, None, None, None
+    used = [m for m in (*AUTOMATIC, *JUDGED) if row.get(m) is not None]
+    return a, j, fmean(sides), ",".join(used)
 
 
 class FakeBenchScores(Stage):
     name = "fakebench_scores"
-    version = "1"
+    version = "2"  # 2: overall = mean of the automatic and the judged average (Tables 5-7)
     inputs = ("fakebench_items", "fakebench_answers")
     input_columns = {
         "fakebench_items": ("item_id", "task", "sample_id", "label", "form", "question",
@@ -235,7 +251,7 @@ class FakeBenchScores(Stage):
             row["accuracy"] = fmean(
                 exact_match(m["form"], m["answer"], m["response"]) for m in members
             )
-            blank = {m: None for m in (*OVERLAP, "overlap_model", "average", "average_of")}
+            blank = {m: None for m in (*OVERLAP, "overlap_model", *AVERAGES)}
             for m in MODEL_METRICS:
                 blank.update({m: None, f"{m}_model": None, f"{m}_reason": NOT_FAKECLASS})
             return {**row, **blank}
@@ -263,7 +279,7 @@ class FakeBenchScores(Stage):
             else:
                 row[metric] = None
                 row[f"{metric}_reason"] = next(s.reason for s in got)
-        row["average"], row["average_of"] = overall_average(row)
+        row.update(zip(AVERAGES, overall_average(row), strict=True))
         return row
 
     @staticmethod

@@ -165,9 +165,12 @@ def test_author_answers_and_scores_against_the_fake_server(tmp_path):
     # per image: edge answered exactly (1), texture not at all (0) -> 0.5; then over images
     assert qa_row["bleu1"] == pytest.approx(0.5) and qa_row["rouge_l"] == pytest.approx(0.5)
     assert sc["vlm-a/fakeqa/dimension=edge"]["bleu2"] == pytest.approx(1.0)
-    # Aver.: bleu1, bleu2, rouge_l = .5, similarity, completeness 2/2, preciseness 1/2,
-    # relevance 2/2
-    assert qa_row["average"] == pytest.approx((0.5 * 3 + qa_row["similarity"] + 1 + 0.5 + 1) / 7)
+    # Tables 5-7: automatic Aver. of bleu1, bleu2, rouge_l = .5 and similarity; judged Aver. of
+    # completeness 2, preciseness 1, relevance 2 (0-2); Overall = (auto + judged / 2) / 2
+    auto = (0.5 * 3 + qa_row["similarity"]) / 4
+    assert qa_row["auto_average"] == pytest.approx(auto)
+    assert qa_row["judged_average"] == pytest.approx(5 / 3)
+    assert qa_row["average"] == pytest.approx((auto + 5 / 6) / 2)
     assert qa_row["average_of"].split(",") == [
         "bleu1", "bleu2", "rouge_l", "similarity", "completeness", "preciseness", "relevance",
     ]  # fmt: skip
