@@ -267,12 +267,29 @@ def fakebench_export_cmd(
         bool,
         typer.Option("--labelstudio", help="Also write the FakeClue golden-clue editing task."),
     ] = False,
+    official: Annotated[
+        Path | None,
+        typer.Option(
+            "--official",
+            help="Write the items in FakeBench's official release format to this folder "
+            "(Evaluation/*.json + FakeBench_images/), for the release's eval_*.py scripts.",
+        ),
+    ] = None,
 ) -> None:
-    """FakeBench items (FakeClass, FakeClue, FakeQA) as an HF dataset, one config per task."""
+    """FakeBench items (FakeClass, FakeClue, FakeQA) as an HF dataset, one config per task, or
+    with --official in the official release's format."""
     from forenset.exports.data import default_out
     from forenset.exports.fakebench_bench import export_clue_task, export_fakebench_bench
 
     store = _store(run_dir)
+    if official is not None:
+        from forenset.benchmarks.fakebench.official import export_official
+
+        try:
+            typer.echo(json.dumps(export_official(store, official)))
+        except ValueError as e:
+            _fail(str(e))
+        return
     try:
         dest = out or default_out(store, "fakebench-bench")
         res = export_fakebench_bench(store, dest)

@@ -16,6 +16,9 @@ model reached through its ``llm:`` pool with the item's image attached:
 and name no clue (:func:`constant_reply`), the floor any model should beat; rows say
 ``backend = offline``, ``model = constant-<belief>``.
 
+``kind: official`` reads a model's replies from answer files in the official release's format
+(:func:`forenset.benchmarks.fakebench.official.answer_rows`): rows say ``backend = official``.
+
 ``kind: detector`` is the evaluation family's offline forensic detector, trained exactly as
 ``detections`` and the reward family's ``detector`` policy train it (``Detections.trained``: a
 seeded draw of ``train_per_class`` per label from the train split), and it looks at each image
@@ -44,6 +47,8 @@ import pyarrow as pa
 
 from forenset.backends.detectors.answers import parse_answer
 from forenset.backends.detectors.forensic import MEASURE_WORDS
+from forenset.benchmarks.fakebench.official import ANSWER_FILES, answer_rows
+from forenset.benchmarks.fakebench.official import Q_FAKE as OFFICIAL_Q_FAKE
 from forenset.confbase import fingerprint_view
 from forenset.errors import ConfigurationError
 from forenset.images import decode_rgb
@@ -52,7 +57,12 @@ from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ContractError, ShardSpec, Stage, StageRowError, describe, writable
 from forenset.tasks.detections import Detections
 from forenset.tasks.eval_sets import DetectorConfig
-from forenset.tasks.fakebench_items import ANSWER_TEMPLATES, FakeBenchConfig, FakeBenchModel
+from forenset.tasks.fakebench_items import (
+    ANSWER_TEMPLATES,
+    FakeBenchConfig,
+    FakeBenchModel,
+    files_digest,
+)
 from forenset.tasks.modelcall import call_validated, request, template_hashes
 from forenset.tasks.reward_images import read_tagged
 from forenset.text import fakebench as fb
@@ -68,7 +78,7 @@ def constant_reply(belief: str, task: str, form: str | None, question: str) -> s
     """What a model that judges every image ``belief`` and names no clue replies."""
     if task == "fakeclass":
         if form == "yes_no":
-            asks = "fake" if question == fb.Q_FAKE else "real"
+            asks = "fake" if question in (fb.Q_FAKE, OFFICIAL_Q_FAKE) else "real"
             return "Yes." if asks == belief else "No."
         return f"The image is {belief}."
     if task == "fakeclue" and form == "fault_finding":
@@ -152,10 +162,13 @@ class FakeBenchAnswers(Stage):
         return self.cfg
 
     def model_config(self, m: FakeBenchModel) -> dict[str, Any]:
-        return {
+        out = {
             "model": fingerprint_view(m),
             "templates": template_hashes(list(ANSWER_TEMPLATES), self.fcfg.prompts_dir),
         }
+        if m.kind == "official" and m.answers:  # the replies are the files' content
+            out["answers_sha256"] = files_digest(m.answers, list(ANSWER_FILES.values()))
+        return out
 
     def stage_config(self) -> Any:
         return [self.model_config(m) for m in self.fcfg.models]
@@ -275,6 +288,12 @@ class FakeBenchAnswers(Stage):
         )
         if m.kind == "constant":
             return self.to_table([self.constant(m, it) for it in items])
+        if m.kind == "official":  # replies read from the release's answer files
+            assert m.answers is not None  # validated
+            got = answer_rows(m.name, m.answers, items)
+            for r in got:
+                r["stage_version"] = self.version
+            return self.to_table(got)
         if m.kind == "detector":
             train = [r for r in rows if r["input"] == "splits" and r["split"] == "train"]
             out = self.detector(m, items, train)

@@ -58,6 +58,17 @@ SHARD = "items"
 OFFLINE_MODEL = "diff-clues-v1"
 
 
+class OfficialRelease(Strict):
+    """FakeBench's official release as the item source (``fakebench.official``): the folder
+    holding ``FakeClass.json``, ``FakeClue.json`` and ``FakeQA.json`` (or their ``Evaluation/``
+    folder, the repository's layout) and the image folder (the images by ``image_id``, directly
+    or under ``fake_images`` / ``real_images``). ``forenset fakebench-export --official`` writes
+    the same layout."""
+
+    queries: str
+    images: str
+
+
 class FakeBenchModel(Strict):
     """One model under evaluation: a name (its rows' ``answerer``) and its ``llm:`` pool, or
     ``kind: constant``, an offline reference that judges every image ``belief`` (real or fake)
@@ -65,19 +76,28 @@ class FakeBenchModel(Strict):
     real score like ``belief: real``), or ``kind: detector``, the evaluation family's offline
     forensic detector (``classifier``, trained on ``train_per_class`` images per label of the
     train split, as ``detections`` trains it), which looks at the image and answers from what
-    it measured."""
+    it measured, or ``kind: official``, a model's replies read from answer files in the official
+    release's format (``answers``: the folder with ``test_FakeClass.json``,
+    ``test_FakeClue.json``, ``test_FakeQA.json``), so any model run with the release's scripts
+    is scored here."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    kind: Literal["llm", "constant", "detector"] = "llm"
+    kind: Literal["llm", "constant", "detector", "official"] = "llm"
     llm: LLMSettings | None = None
     belief: Literal["real", "fake"] = "fake"
     classifier: Literal["logreg", "hgb"] = "logreg"  # detector
     train_per_class: int = Field(2000, ge=1)  # detector: seeded draw per label of the train split
+    answers: str | None = None  # official: the folder of the official-format answer files
 
     @model_validator(mode="after")
     def _kind(self) -> FakeBenchModel:
         if self.kind == "llm" and self.llm is None:
             raise ValueError(f"fakebench model {self.name}: kind 'llm' needs an 'llm:' pool")
+        if self.kind == "official" and not self.answers:
+            raise ValueError(
+                f"fakebench model {self.name}: kind 'official' needs 'answers:', the folder of "
+                "its test_FakeClass.json / test_FakeClue.json / test_FakeQA.json"
+            )
         return self
 
 
@@ -99,6 +119,7 @@ class FakeBenchConfig(Strict):
     judge: LLMSettings | None = None  # Completeness / Preciseness / Relevance; None: null
     judge_rounds: int = Field(5, ge=1, le=20)
     similarity_model: str | None = None  # local sentence encoder folder; None: null
+    official: OfficialRelease | None = None  # items from the official release, not the run
     prompts_dir: str | None = operational(None)
 
     @field_validator("clue_modes")
@@ -139,6 +160,17 @@ def file_digest(path: str) -> str:
         return "unreadable"
 
 
+def files_digest(folder: str, names: list[str]) -> dict[str, str]:
+    """The content hash of each named file found in ``folder`` (or its ``Evaluation/``)."""
+    from forenset.benchmarks.fakebench.official import find_file
+
+    out = {}
+    for n in names:
+        p = find_file(Path(folder), n)
+        out[n] = file_digest(str(p)) if p else "missing"
+    return out
+
+
 def ranked(rows: list[dict[str, Any]], seed: int, n: int) -> list[dict[str, Any]]:
     """The first ``n`` of a seeded ranking of sample ids."""
     key = lambda r: (derive_seed(seed, "fakebench_items", r["sample_id"]), r["sample_id"])  # noqa: E731
@@ -164,7 +196,7 @@ class FakeBenchItems(Stage):
 
     ITEM_FIELDS = (
         "enabled", "split", "fakes", "reals", "clues_per_image", "author", "max_attempts",
-        "clue_modes",
+        "clue_modes", "official",
     )  # fmt: skip
 
     @property
@@ -178,10 +210,18 @@ class FakeBenchItems(Stage):
             out["templates"] = template_hashes([AUTHOR_TEMPLATE], self.fcfg.prompts_dir)
         if self.fcfg.clue_edits:
             out["clue_edits_sha256"] = file_digest(self.fcfg.clue_edits)
+        if self.fcfg.official is not None:
+            from forenset.benchmarks.fakebench.official import QUERY_FILES
+
+            out["official_sha256"] = files_digest(
+                self.fcfg.official.queries, list(QUERY_FILES.values())
+            )
         return out
 
     def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
-        if not self.fcfg.enabled or not any(u.stage == "splits" for u in upstream):
+        if not self.fcfg.enabled:
+            return []
+        if self.fcfg.official is None and not any(u.stage == "splits" for u in upstream):
             return []
         return [self.spec(SHARD, {}, upstream, {})]
 
@@ -199,6 +239,14 @@ class FakeBenchItems(Stage):
     # -- processing ---------------------------------------------------------------------------
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         c = self.fcfg
+        if c.official is not None:  # the release's items, not the run's
+            from forenset.benchmarks.fakebench.official import release_items
+
+            got = release_items(self.ctx.store, c.official.queries, c.official.images, c.clue_modes)
+            for r in got:
+                r.setdefault("status", "ok")
+                r["stage_version"] = self.version
+            return self.to_table(got)
         rows = batch.to_pylist()
         kinds = {r["candidate_id"]: r.get("kind") for r in rows if r["input"] == "diffs"}
         pool = [r for r in rows if r["input"] == "splits" and r.get("split") == c.split]

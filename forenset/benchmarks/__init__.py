@@ -1,0 +1,1 @@
+"""The benchmark families (issue 30 moves each family here)."""

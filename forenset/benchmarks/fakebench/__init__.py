@@ -1,0 +1,1 @@
+"""FakeBench (Li et al.): the official release format lives in ``official``."""
