@@ -283,7 +283,7 @@ def fakebench_export_cmd(
 
     store = _store(run_dir)
     if official is not None:
-        from forenset.benchmarks.fakebench.official import export_official
+        from forenset.benchmarks.fakebench.official_export import export_official
 
         try:
             typer.echo(json.dumps(export_official(store, official)))

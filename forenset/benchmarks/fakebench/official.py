@@ -22,7 +22,8 @@ read from the repository (its code is not used here):
   ``test_FakeQA.json`` one record per image with ``A<k>`` (the reply cut to the sentences naming
   the question's dimension) and ``A<k>_org`` (the raw reply), UTF-8.
 
-:func:`export_official` writes a run's items in that format; :func:`release_items` reads the
+:func:`official_records` shapes a run's items in that format (written by
+:mod:`forenset.benchmarks.fakebench.official_export`); :func:`release_items` reads the
 release (or such an export) as FakeBench items; :func:`answer_rows` reads a model's answer files
 as its answers. Records that cannot be used are error rows with the reason, never dropped.
 """
@@ -211,36 +212,6 @@ def dumps(task: str, records: list[dict[str, Any]]) -> str:
     if task == "fakeclass":
         return json.dumps(records, indent=4, ensure_ascii=False)
     return json.dumps(records)
-
-
-def export_official(store: Any, out: Path) -> dict[str, Any]:
-    """Write ``out/Evaluation/{FakeClass,FakeClue,FakeQA}.json``, the images under
-    ``out/FakeBench_images/{fake_images,real_images}/<image_id>`` and ``out/forenset_image_ids.json``,
-    so the official scripts run from ``out`` as from the repository."""
-    from forenset.exports.data import write_atomic
-    from forenset.exports.fakebench_bench import load_items
-
-    items = load_items(store)
-    if not items:
-        raise ValueError("the run has no fakebench_items: build it with fakebench.enabled")
-    recs = official_records(items)
-    for task, rows in recs.items():
-        write_atomic(out / "Evaluation" / QUERY_FILES[task], dumps(task, rows))
-    ids = image_ids(items)
-    written: set[str] = set()
-    labels = {i["sample_id"]: (i["label"], i["blob"]) for i in items}
-    for sid, (label, blob) in sorted(labels.items()):
-        dest = out / IMAGES / FOLDERS[label] / ids[sid]
-        if sid not in written:
-            write_atomic(dest, store.get_blob(blob))
-            written.add(sid)
-    write_atomic(
-        out / ID_MAP,
-        json.dumps({ids[s]: s for s in sorted(labels)}, indent=1, ensure_ascii=False),
-    )
-    counts = {QUERY_FILES[t]: len(r) for t, r in recs.items()}
-    counts["images"] = len(written)
-    return {"format": "fakebench-official", "path": str(out), "counts": counts}
 
 
 # -- reading files ------------------------------------------------------------------------------
