@@ -16,7 +16,7 @@ SCHEMA = stage_schema(
     pa.field("dimension", S),  # fakeqa: the dimension asked about
     pa.field("dimensions", pa.list_(S)),  # fakeclue: the dimensions its clues cover
     pa.field("clues", S),  # fakeclue: JSON [{dimension, clue}] as written by the author
-    pa.field("golden_source", S),  # label | model | offline-diff | human-edited
+    pa.field("golden_source", S),  # label | model | offline-diff | human-edited | official
     pa.field("rank", I64),  # position in the set's seeded draw
     *USAGE_FIELDS,
 )
