@@ -74,19 +74,21 @@ def fakebench_tables(con: Any) -> FakeBenchTables | None:
         for task, key, target in (
             ("fakeclue", ("mode", "inference"), out.fakeclue),
             ("fakeclue", ("mode", "fault_finding"), out.fakeclue),
+            ("fakeclue", ("verdict", "inference"), out.fakeclue),
             ("fakeqa", ("all", "all"), out.fakeqa),
         ):
             r = by.get((model, task, *key))
             if r is None:
                 continue
             cells = [model, str(r["n"])]
+            mode = key[1].replace("_", "-") + (" (verdict only)" if key[0] == "verdict" else "")
             if task == "fakeclue":
-                cells.insert(1, key[1].replace("_", "-"))
+                cells.insert(1, mode)
             for m, h in TEXT_METRICS:
                 cells.append(_num(r.get(m)))
                 why = r.get(f"{m}_reason")
                 if r.get(m) is None and why:
-                    where = f"{model} {task}" + (f" {key[1]}" if task == "fakeclue" else "")
+                    where = f"{model} {task}" + (f" {mode}" if task == "fakeclue" else "")
                     out.reasons.setdefault((h, why), []).append(where)
                 if r.get(m) is not None and r.get(f"{m}_model"):
                     out.models.append(f"{h}: {r[f'{m}_model']}")

@@ -15,7 +15,8 @@ the answers of one (model, task, group):
   ``judge_rounds`` rounds (five in the paper; :mod:`~forenset.backends.scorers.judged`,
   ``fakebench.judge``). ``accuracy`` here is the verdict given after the reasoning (Table 8).
   Groups: ``mode`` = ``inference`` (reasoning) and ``fault_finding`` (interpretation, when
-  ``clue_modes`` asks for it), scored apart, never pooled.
+  ``clue_modes`` asks for it), scored apart, never pooled; ``verdict`` = ``inference``: items of
+  FakeBench's official release whose golden clue is withheld, scored for the verdict only.
 * **FakeQA** (``fakeqa``): the same measures per question; as §3.5 says, the questions of one
   image are averaged first, then the images. Groups: ``all`` and ``dimension`` (the questions
   of one dimension, averaged directly).
@@ -58,6 +59,12 @@ JUDGED = ("completeness", "preciseness", "relevance")
 MODEL_METRICS = ("similarity", *JUDGED)
 NOT_FAKECLASS = "FakeClass is scored by accuracy only"
 AVERAGES = ("auto_average", "judged_average", "average", "average_of")
+WITHHELD = "the golden clues are withheld (FakeBench's public release): the verdict only"
+
+
+def withheld(item: dict[str, Any]) -> bool:
+    """A FakeClue inference item of the official release without its golden clue."""
+    return item["task"] == "fakeclue" and item.get("golden_source") == "withheld"
 
 
 def image_mean(values: Sequence[tuple[str, float]]) -> float:
@@ -95,7 +102,7 @@ class FakeBenchScores(Stage):
     inputs = ("fakebench_items", "fakebench_answers")
     input_columns = {
         "fakebench_items": ("item_id", "task", "sample_id", "label", "form", "question",
-                            "answer", "dimension", "generator"),
+                            "answer", "dimension", "generator", "golden_source"),
         "fakebench_answers": ("answer_id", "answerer", "item_id", "response", "verdict"),
     }  # fmt: skip
     output_schema = SCHEMA
@@ -191,11 +198,16 @@ class FakeBenchScores(Stage):
         assert shard is not None
         t0 = time.perf_counter()
         name = shard.params["answerer"]
-        items = [i for i in batch.to_pylist() if i.get("answer") is not None]
-        text_items = [i for i in items if i["task"] in ("fakeclue", "fakeqa")]
+        items = [i for i in batch.to_pylist() if i.get("answer") is not None or withheld(i)]
+        text_items = [
+            i for i in items if i["task"] in ("fakeclue", "fakeqa") and i["answer"] is not None
+        ]
         scores = self.item_scores(text_items) if text_items else {}
         groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
         for i in items:
+            if withheld(i):  # no golden clue to compare with: the verdict alone (Table 8)
+                groups[(i["task"], "verdict", i["form"])].append(i)
+                continue
             if i["task"] == "fakeclue":  # the two modes are two evaluations, never pooled
                 groups[(i["task"], "mode", i["form"])].append(i)
                 continue
@@ -254,6 +266,12 @@ class FakeBenchScores(Stage):
             blank = {m: None for m in (*OVERLAP, "overlap_model", *AVERAGES)}
             for m in MODEL_METRICS:
                 blank.update({m: None, f"{m}_model": None, f"{m}_reason": NOT_FAKECLASS})
+            return {**row, **blank}
+        if kind == "verdict":  # golden clues withheld (official release): the verdict only
+            row["accuracy"] = fmean(m["verdict"] == m["label"] for m in members)
+            blank = {m: None for m in (*OVERLAP, "overlap_model", *AVERAGES)}
+            for m in MODEL_METRICS:
+                blank.update({m: None, f"{m}_model": None, f"{m}_reason": WITHHELD})
             return {**row, **blank}
         # FakeClue: the verdict after the reasoning; FakeQA has no verdict
         row["accuracy"] = (

@@ -139,10 +139,68 @@ def test_release_items_read_the_format_and_bad_records_are_error_rows(tmp_path):
     assert clue["question"] == of.INFERENCE and clue["dimensions"] == ["edge", "texture"]
     assert good["fakeclue/Glide-00001.jpg/fault_finding"]["question"] == of.FAULT_FINDING
     assert "1 FakeClue records have no telltale_clues" in bad["fakeclue/golden-withheld"]
+    withheld = good["fakeclue/sd-00003.png"]  # scored for its verdict only
+    assert (withheld["answer"], withheld["golden_source"]) == (None, "withheld")
+    assert "fakeclue/sd-00003.png/fault_finding" not in good
     assert good["fakeqa/Glide-00001.jpg/Q1"]["dimension"] == "texture"
     assert good["fakeqa/Glide-00001.jpg/Q2"]["dimension"] == "edge"
     assert "names none of the 14 dimensions" in bad["fakeqa/Glide-00001.jpg/Q3"]
     assert "1 FakeQA questions have no answer" in bad["fakeqa/golden-withheld"]
+
+
+def test_public_release_scores_fakeclass_and_the_withheld_clues_verdict(tmp_path):
+    """The release as published (golden clues withheld for one fake here) and a model's answer
+    files: FakeClass by §3.2's rule, computed by hand; FakeClue with a golden clue as text and
+    verdict; the withheld one for its verdict only, never as text."""
+    write_release(tmp_path / "rel")
+    ans = tmp_path / "answers"
+    ans.mkdir()
+    (ans / "test_FakeClass.json").write_text(json.dumps([
+        {"image_id": "Glide-00001.jpg", "answer": "Yes, it is fake."},  # fake? yes: right
+        {"image_id": "sd-00002.png", "answer": "It is real."},  # what? fake: wrong
+        {"image_id": "000000000001.jpg", "answer": "Yes."},  # real? yes: right
+        {"image_id": "sd-00003.png", "answer": "I can't say yes or no."},  # real? no: wrong
+    ], indent=4), encoding="utf-8")  # fmt: skip
+    (ans / "test_FakeClue.json").write_text(json.dumps([
+        {"image_id": "Glide-00001.jpg", "faultfinding_mode": "x",
+         "inference_mode": "The edge of the cup is jagged. Final judgement: fake"},
+        {"image_id": "sd-00002.png", "faultfinding_mode": "x", "inference_mode": "Fine. real"},
+        {"image_id": "sd-00003.png", "faultfinding_mode": "x",
+         "inference_mode": "Smooth skin, odd hands. Final judgement: fake"},
+    ]), encoding="utf-8")  # fmt: skip
+    (ans / "test_FakeQA.json").write_text(json.dumps([
+        {"image_id": "Glide-00001.jpg", "A1": "The wall is too smooth.", "A1_org": "…"},
+    ]), encoding="utf-8")  # fmt: skip
+    model = {"name": "files", "kind": "official", "answers": str(ans)}
+    release = {"queries": str(tmp_path / "rel" / "Evaluation"), "images": str(tmp_path / "rel")}
+    store, _, _ = run_local(
+        fb_config(tmp_path / "run", models=[model], official=release, clue_modes=["inference"])
+    )
+    sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    assert (sc["files/fakeclass/all=all"]["accuracy"], sc["files/fakeclass/all=all"]["n"]) == (
+        0.5,
+        4,
+    )
+    assert sc["files/fakeclass/label=real"]["accuracy"] == 1.0
+    assert sc["files/fakeclass/label=fake"]["accuracy"] == pytest.approx(1 / 3)
+    assert sc["files/fakeclass/generator=sd"]["n"] == 2
+    inf = sc["files/fakeclue/mode=inference"]
+    assert (inf["n"], inf["accuracy"]) == (2, 0.5) and inf["rouge_l"] > 0
+    only = sc["files/fakeclue/verdict=inference"]
+    assert (only["n"], only["accuracy"], only["bleu1"], only["average"]) == (1, 1.0, None, None)
+    assert "withheld" in only["similarity_reason"]
+    qa = sc["files/fakeqa/dimension=texture"]
+    assert qa["bleu1"] == pytest.approx(1.0)  # A1 is the golden answer word for word
+    missing = {r["answer_id"]: r["error"] for r in errors(store, "fakebench_answers")}
+    assert "A2 (or A2_org) is missing" in missing["files/fakeqa/Glide-00001.jpg/Q2"]
+    from forenset.cli import app as main_app
+
+    res = CliRunner().invoke(main_app, ["fakebench", str(tmp_path / "run")], terminal_width=250)
+    assert res.exit_code == 0, res.output
+    assert (
+        "withheld (FakeBench's public release): the verdict only (files fakeclue inference "
+        "(verdict only))" in " ".join(res.output.split())
+    )
 
 
 def test_answer_files_map_to_items_and_bad_records_are_error_rows(tmp_path):

@@ -265,9 +265,10 @@ def release_items(
 
     Item ids follow the stage's (``fakeclass/<image_id>``, ``fakeclue/<image_id>`` and
     ``…/fault_finding``, ``fakeqa/<image_id>/Q<k>``), the sample id is the image id and the
-    image is copied into the run's blob store. A FakeClue record without ``telltale_clues`` and a
-    FakeQA question without its ``A<k>`` have no golden answer to score against (the public
-    release withholds them): they become one error row per file saying how many. A record that
+    image is copied into the run's blob store. A FakeClue record without ``telltale_clues`` (the
+    public release withholds them) is an inference item without a golden answer
+    (``golden_source = withheld``): its reply's verdict is scored (Table 8), its text is not; a
+    FakeQA question without its ``A<k>`` is no item. Each is counted in one error row per file. A record that
     is not an object, lacks its id, names an unknown question form or an image that is not in
     the folder, or repeats an id is an error row with that reason."""
     qdir, idir = Path(queries), Path(images)
@@ -348,8 +349,13 @@ def release_items(
             out.append(got)
             continue
         clue = _str(rec, "telltale_clues")
-        if not clue or not clue.strip():
+        if not clue or not clue.strip():  # withheld: the verdict after the reasoning still counts
             withheld["fakeclue"] += 1
+            if "inference" in clue_modes:
+                out.append({**base("fakeclue", got, "fake", n), "blob": blobs[got],
+                             "item_id": f"fakeclue/{got}", "form": "inference",
+                             "question": _str(rec, "inference_mode") or INFERENCE,
+                             "answer": None, "golden_source": "withheld"})  # fmt: skip
             continue
         cats = [c.strip() for c in (_str(rec, "telltale_categories") or "").split(",") if c.strip()]
         row = {**base("fakeclue", got, "fake", n), "blob": blobs[got], "answer": clue,
@@ -384,11 +390,14 @@ def release_items(
                         "dimension": dim})  # fmt: skip
     for task, k in withheld.items():
         if k:
-            what = "FakeClue records have no telltale_clues" if task == "fakeclue" else (
-                "FakeQA questions have no answer (A<k>)")  # fmt: skip
-            out.append(_error(f"{task}/golden-withheld", task,
-                              f"{k} {what}: the public release withholds the golden answers, so "
-                              "they cannot be scored"))  # fmt: skip
+            what = (
+                "FakeClue records have no telltale_clues: the public release withholds the golden "
+                "clues, so their replies are scored for the verdict only (Table 8), not as text"
+                if task == "fakeclue"
+                else "FakeQA questions have no answer (A<k>): the public release withholds the "
+                "golden answers, so they cannot be scored"
+            )
+            out.append(_error(f"{task}/golden-withheld", task, f"{k} {what}"))
     return out
 
 
@@ -461,7 +470,8 @@ def answer_rows(name: str, folder: str, items: Sequence[dict[str, Any]]) -> list
                 reply = rec.get(key)
                 if not isinstance(reply, str):
                     what = "missing" if key not in rec else "not a string"
-                    out.append(err(it["item_id"], f"{where}: {key} is {what}"))
+                    name_ = f"{key[:-4]} (or {key})" if key.endswith("_org") else key
+                    out.append(err(it["item_id"], f"{where}: {name_} is {what}"))
                     continue
                 if task == "fakeclue" and it["form"] != "fault_finding":
                     v = final_verdict(reply)
