@@ -52,7 +52,14 @@ def test_questions_verdicts_and_ids_follow_the_release():
         "irreality"
     )
     assert of.question_dimension("How is the light and shadow regarding …?") == "light & shadow"
+    assert of.question_dimension("How realistic is the image regarding the authenticity?") == (
+        "irreality"
+    )
+    assert of.question_dimension("How is the color regarding …?") == "overall tone"
+    assert of.question_dimension("What content is deficient regarding …?") == "content deficiency"
     assert of.question_dimension("How is the weather?") is None
+    for dim in of.fb.DIMENSIONS:  # the standard wording of every dimension reads back
+        assert of.question_dimension(of.qa_question(dim)) == dim
     assert of.final_verdict("Real-looking sky, but the hands… Final judgement: fake.") == "fake"
     assert of.final_verdict("It is fake? No: the final judgement is real") == "real"
     assert of.final_verdict("I cannot tell.") is None

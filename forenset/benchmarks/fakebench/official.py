@@ -65,12 +65,13 @@ QA_WORDS = {"irreality": "unrealistic aspect"}  # the release's wording of that 
 # ("Are there any content deficiencies …", "Is the theme unrealistic …"), so by keywords, the
 # more specific first (a question naming both "theme" and "unrealistic" asks about irreality).
 DIMENSION_KEYWORDS: tuple[tuple[str, str], ...] = (
-    ("content defici", "content deficiency"),
+    ("defici", "content deficiency"),  # "content deficiency", "What content is deficient …"
     ("light", "light & shadow"),
     ("shadow", "light & shadow"),
     ("overall tone", "overall tone"),
     ("unrealistic", "irreality"),
     ("irreal", "irreality"),
+    ("realis", "irreality"),  # "How realistic is the image …", "How is the realism …"
     ("texture", "texture"),
     ("edge", "edge"),
     ("clarity", "clarity"),
@@ -82,6 +83,7 @@ DIMENSION_KEYWORDS: tuple[tuple[str, str], ...] = (
     ("distortion", "distortion"),
     ("theme", "theme"),
     ("tone", "overall tone"),
+    ("colo", "overall tone"),  # "How is the color …" (the release's runner files colour under tone)
 )
 Q_KEY = re.compile(r"^Q(\d+)$")
 
