@@ -93,3 +93,44 @@ class Verdicts(Stage):
         out["kept"] = sum(1 for k in keep if k)
         out["discarded"] = sum(1 for k in keep if not k)
         return out
+
+
+def offline_check(
+    real: Any,
+    fake: Any,
+    instruction: dict[str, Any],
+    diffs: Any = None,
+    judgments: Any = None,
+    verdicts: VerdictsConfig | None = None,
+) -> dict[str, Any]:
+    """One (real, candidate, instruction) through offline diffs -> judgments -> verdicts as the
+    stages run them (default configurations unless given): the bench's and CI floor's path."""
+    from forenset.backends.offline_diff import ground, pixel_differences
+    from forenset.backends.rule_judge import judge
+    from forenset.tasks.diffs import DiffsConfig
+    from forenset.tasks.judgments import JudgmentsConfig
+
+    d, j, v = diffs or DiffsConfig(), judgments or JudgmentsConfig(), verdicts or VerdictsConfig()
+    px = pixel_differences(
+        real,
+        fake,
+        threshold=d.threshold,
+        min_region_frac=d.min_region_frac,
+        max_regions=d.max_regions,
+    )
+    rec = judge(
+        instruction,
+        px["differences"],
+        offtarget_dominance=j.offtarget_dominance,
+        max_offtarget_frac=j.max_offtarget_frac,
+        grounding=ground(px["differences"], px["mask"]),
+    )
+    agg = aggregate(
+        [rec],
+        combine=v.combine,
+        keep_score=v.keep_score,
+        borderline_score=v.borderline_score,
+        hard_discard=v.hard_discard,
+        decide=v.decide,
+    )
+    return {**rec, **agg, "judge_verdict": rec["verdict"]}
