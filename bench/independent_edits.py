@@ -11,7 +11,8 @@ known faults at graded strengths and coverages:
 - ``artefact``: a good edit plus a global degradation (JPEG blocking, noise, a colour cast
   outside the box).
 
-Each fault has a ``blatant`` and a ``subtle`` band. Images: the bundled sample photos with
+Each fault has a ``blatant`` and a ``subtle`` band. A blur or an inpaint is only asked of a
+textured target (over a flat one it changes nothing: no truth to measure). Images: the bundled sample photos with
 their manifest's entity boxes, and procedural renders (textured shapes on gradients) with the
 shapes' boxes. Each candidate is a row of an external listing (instruction, kind, target box)
 plus the edited image, so Edit-Check sees it as an imported edit.
@@ -258,6 +259,15 @@ def scenes(
     return out
 
 
+def textured(img: np.ndarray, box: list[float]) -> bool:
+    """Whether the box holds texture a blur or an inpaint would remove: blurring a clear sky
+    changes no pixel, so such an edit has no truth to measure (the set avoids it)."""
+    h, w = img.shape[:2]
+    x0, y0, x1, y1 = _px(box, h, w)
+    g = cv2.cvtColor(img[y0:y1, x0:x1], cv2.COLOR_RGB2GRAY).astype(np.float32)
+    return float(np.abs(g - cv2.GaussianBlur(g, (0, 0), 1.0)).mean()) > 2.0
+
+
 def make_set(
     seed: int, n: int = 275, size: int = 192, faults: dict[str, int] | None = None
 ) -> list[Candidate]:
@@ -273,6 +283,8 @@ def make_set(
         name, img, ents = pool[int(rng.integers(len(pool)))]
         target, box = ents[int(rng.integers(len(ents)))]
         op = OPS[int(rng.integers(len(OPS)))]
+        if op in ("blur", "inpaint") and not textured(img, box):
+            op = str(rng.choice(["recolour", "patch", "brighten", "darken"]))
         band = "blatant" if rng.random() < 0.5 else "subtle"
         detail: dict[str, Any] = {}
         strength, cover, where = rng.uniform(0.75, 1.0), rng.uniform(0.85, 1.0), box

@@ -99,32 +99,16 @@ def offline_check(
     real: Any,
     fake: Any,
     instruction: dict[str, Any],
-    diffs: Any = None,
     judgments: Any = None,
     verdicts: VerdictsConfig | None = None,
 ) -> dict[str, Any]:
-    """One (real, candidate, instruction) through offline diffs -> judgments -> verdicts as the
-    stages run them (default configurations unless given): the bench's and CI floor's path."""
-    from forenset.backends.offline_diff import ground, pixel_differences
-    from forenset.backends.rule_judge import judge
-    from forenset.tasks.diffs import DiffsConfig
-    from forenset.tasks.judgments import JudgmentsConfig
+    """One (real, candidate, instruction) through the offline judgments -> verdicts rule as
+    the stages run them (default configurations unless given): the bench's and CI floor's path.
+    (The offline judge decides from pixel measurements, not from the diffs stage's regions.)"""
+    from forenset.tasks.judgments import JudgmentsConfig, rule_record
 
-    d, j, v = diffs or DiffsConfig(), judgments or JudgmentsConfig(), verdicts or VerdictsConfig()
-    px = pixel_differences(
-        real,
-        fake,
-        threshold=d.threshold,
-        min_region_frac=d.min_region_frac,
-        max_regions=d.max_regions,
-    )
-    rec = judge(
-        instruction,
-        px["differences"],
-        offtarget_dominance=j.offtarget_dominance,
-        max_offtarget_frac=j.max_offtarget_frac,
-        grounding=ground(px["differences"], px["mask"]),
-    )
+    j, v = judgments or JudgmentsConfig(), verdicts or VerdictsConfig()
+    m, rec = rule_record(real, fake, instruction, j)
     agg = aggregate(
         [rec],
         combine=v.combine,
@@ -133,4 +117,4 @@ def offline_check(
         hard_discard=v.hard_discard,
         decide=v.decide,
     )
-    return {**rec, **agg, "judge_verdict": rec["verdict"]}
+    return {**rec, **agg, "judge_verdict": rec["verdict"], "measurements": m}
