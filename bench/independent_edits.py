@@ -5,8 +5,8 @@ inpaint, brighten, darken and blur inside a feathered ellipse of a given target 
 known faults at graded strengths and coverages:
 
 - ``good``: strength 0.75-1, the whole ellipse;
-- ``missing``: nothing, a re-encode, or a change too faint to see (strength <= 0.08);
-- ``partial``: too weak (strength 0.1-0.4) or too small (0.12-0.45 of the ellipse);
+- ``missing``: nothing, a re-encode, or a change too faint to see (strength <= 0.06);
+- ``partial``: too weak (strength 0.15-0.4) or too small (0.12-0.45 of the ellipse);
 - ``off_target``: the edit made in another box of the same size, away from the target;
 - ``artefact``: a good edit plus a global degradation (JPEG blocking, noise, a colour cast
   outside the box).
@@ -291,10 +291,10 @@ def make_set(
         if fault == "good":
             band = "full"
         elif fault == "missing":
-            strength = 0.0 if band == "blatant" else rng.uniform(0.03, 0.08)
+            strength = 0.0 if band == "blatant" else rng.uniform(0.02, 0.06)
         elif fault == "partial":
             if rng.random() < 0.5:
-                strength = rng.uniform(0.1, 0.25) if band == "blatant" else rng.uniform(0.25, 0.4)
+                strength = rng.uniform(0.15, 0.25) if band == "blatant" else rng.uniform(0.25, 0.4)
                 detail["partial"] = "weak"
             else:
                 cover = rng.uniform(0.12, 0.28) if band == "blatant" else rng.uniform(0.28, 0.45)
