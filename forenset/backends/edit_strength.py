@@ -52,7 +52,7 @@ CHANGES = ("colour", "luminance", "texture", "blur", "any")
 
 class ChangeRule(BaseModel):
     """What one change class needs. ``strong``: the per-pixel change that counts as done
-    (colour: Lab a*b* distance; luminance: |ΔL*|; texture: 1 - local SSIM, or a ΔE of
+    (colour: a hue turn of ``hue_degrees`` where both are coloured, else that a*b* distance; luminance: |ΔL*|; texture: 1 - local SSIM, or a ΔE of
     ``strong`` × 100; blur: the share of local high-frequency energy removed); ``weak``: the
     fraction of ``strong`` that counts as visibly touched; ``need``: the fraction of the target
     that must reach ``strong`` for a complete edit; ``borderline``: from this fraction of
@@ -63,6 +63,7 @@ class ChangeRule(BaseModel):
     weak: float = Field(0.35, gt=0, lt=1)
     need: float = Field(0.4, gt=0, le=1)
     borderline: float = Field(0.9, gt=0, le=1)
+    hue_degrees: float = Field(45.0, gt=0, le=180)  # colour only: the hue turn that counts
 
 
 def default_rules() -> dict[str, ChangeRule]:
@@ -151,8 +152,20 @@ def responses(real: np.ndarray, fake: np.ndarray, rules: dict[str, ChangeRule]) 
     smap, _ = ssim_map(ga, gb, data_range=100.0, sigma=2.0)
     ds = 1 - smap
     de = np.hypot(dl, dc)
+    # a recolour must turn the hue: where both are coloured, the a*b* angle must move by
+    # ``hue_degrees`` (a faint blend toward another hue mostly lowers chroma); elsewhere
+    # (grey made coloured, colour made grey) the a*b* distance decides
+    ca, cb = np.hypot(a[..., 1], a[..., 2]), np.hypot(b[..., 1], b[..., 2])
+    cos = (a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]) / np.maximum(ca * cb, 1e-6)
+    turn = np.degrees(np.arccos(np.clip(cos, -1, 1)))
+    turn = cv2.GaussianBlur(turn.astype(np.float32), (0, 0), 1.0)
+    coloured = (ca >= 6) & (cb >= 6)
+    rc = rules["colour"]
+    colour = np.where(
+        coloured, np.minimum(turn / rc.hue_degrees, dc / (0.5 * rc.strong)), dc / rc.strong
+    )
     out = {
-        "colour": dc / rules["colour"].strong,
+        "colour": colour,
         "luminance": dl / rules["luminance"].strong,
         "texture": np.maximum(ds / rules["texture"].strong, de / (rules["texture"].strong * 100)),
     }
@@ -164,7 +177,10 @@ def responses(real: np.ndarray, fake: np.ndarray, rules: dict[str, ChangeRule]) 
     out["any"] = (
         np.maximum.reduce([out["colour"], out["luminance"], out["texture"]]) / rules["any"].strong
     )
-    return {"maps": out, "textured": textured, "lab_diff": d, "gray": (ga, gb)}
+    # "visibly touched" (weak coverage): any a*b* move counts for a recolour, even one that
+    # did not turn the hue
+    touched = dict(out, colour=np.maximum(colour, dc / rc.strong))
+    return {"maps": out, "touched": touched, "textured": textured, "lab_diff": d, "gray": (ga, gb)}
 
 
 def measure(
@@ -190,7 +206,8 @@ def measure(
     n_in = int(region.sum())
     verifiable = n_in >= max(16, 0.15 * inside.sum())
     cov = float((resp[region] >= 1).mean()) if n_in else 0.0
-    weak = float((resp[region] >= rule.weak).mean()) if n_in else 0.0
+    touch = r["touched"][change]
+    weak = float((touch[region] >= rule.weak).mean()) if n_in else 0.0
     out_sel = resp[outside] if outside.any() else np.zeros(1)
     out_strong = float((out_sel >= 1).sum()) / (h * w)  # of the image
     out_spread = float((out_sel >= 1).mean())  # of the outside area
