@@ -12,7 +12,8 @@ known faults at graded strengths and coverages:
   outside the box).
 
 Each fault has a ``blatant`` and a ``subtle`` band. A blur or an inpaint is only asked of a
-textured target (over a flat one it changes nothing: no truth to measure). Images: the bundled sample photos with
+textured target (over a flat one it changes nothing: no truth to measure), and no operation
+is asked of a target it cannot visibly change (``visible``: brightening a white wall). Images: the bundled sample photos with
 their manifest's entity boxes, and procedural renders (textured shapes on gradients) with the
 shapes' boxes. Each candidate is a row of an external listing (instruction, kind, target box)
 plus the edited image, so Edit-Check sees it as an imported edit.
@@ -260,12 +261,25 @@ def scenes(
 
 
 def textured(img: np.ndarray, box: list[float]) -> bool:
-    """Whether the box holds texture a blur or an inpaint would remove: blurring a clear sky
-    changes no pixel, so such an edit has no truth to measure (the set avoids it)."""
+    """Whether the ellipse the edit fills holds texture a blur or an inpaint would remove:
+    blurring a clear sky (or the flat inside of a shape) changes no pixel, so such an edit has
+    no truth to measure (the set avoids it)."""
     h, w = img.shape[:2]
-    x0, y0, x1, y1 = _px(box, h, w)
-    g = cv2.cvtColor(img[y0:y1, x0:x1], cv2.COLOR_RGB2GRAY).astype(np.float32)
-    return float(np.abs(g - cv2.GaussianBlur(g, (0, 0), 1.0)).mean()) > 2.0
+    inner = ellipse_mask((h, w), box, 1.0, np.random.default_rng(0)) > 0.5
+    g = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    hp = np.abs(g - cv2.GaussianBlur(g, (0, 0), 1.0))
+    return bool(inner.any()) and float(hp[inner].mean()) > 2.0
+
+
+def visible(img: np.ndarray, op: str, box: list[float], limit: float = 12.0) -> bool:
+    """Whether ``op`` at full strength visibly changes the ellipse it fills (mean |ΔRGB| over
+    ``limit``): brightening a clipped white area or darkening a black one changes nothing, and
+    an edit nobody can see has no truth to measure (the set avoids it)."""
+    rng = np.random.default_rng(0)
+    inner = ellipse_mask(img.shape[:2], box, 1.0, rng) > 0.5
+    full = apply(img, op, box, 1.0, 1.0, rng)
+    diff = np.abs(full.astype(np.float32) - img.astype(np.float32)).mean(axis=2)
+    return bool(inner.any()) and float(diff[inner].mean()) > limit
 
 
 def make_set(
@@ -285,6 +299,8 @@ def make_set(
         op = OPS[int(rng.integers(len(OPS)))]
         if op in ("blur", "inpaint") and not textured(img, box):
             op = str(rng.choice(["recolour", "patch", "brighten", "darken"]))
+        if not visible(img, op, box):  # e.g. brightening a white wall: no truth to measure
+            op = next((o for o in ("recolour", "patch", "darken") if visible(img, o, box)), op)
         band = "blatant" if rng.random() < 0.5 else "subtle"
         detail: dict[str, Any] = {}
         strength, cover, where = rng.uniform(0.75, 1.0), rng.uniform(0.85, 1.0), box

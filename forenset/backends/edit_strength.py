@@ -52,7 +52,7 @@ CHANGES = ("colour", "luminance", "texture", "blur", "any")
 
 class ChangeRule(BaseModel):
     """What one change class needs. ``strong``: the per-pixel change that counts as done
-    (colour: a hue turn of ``hue_degrees`` where both are coloured, else that a*b* distance; luminance: |ΔL*|; texture: 1 - local SSIM, or a ΔE of
+    (luminance: |ΔL*|, or the log ratio ``ratio``; colour: a hue turn of ``hue_degrees`` where both are coloured, else that a*b* distance; luminance: |ΔL*|; texture: 1 - local SSIM, or a ΔE of
     ``strong`` × 100; blur: the share of local high-frequency energy removed); ``weak``: the
     fraction of ``strong`` that counts as visibly touched; ``need``: the fraction of the target
     that must reach ``strong`` for a complete edit; ``borderline``: from this fraction of
@@ -64,14 +64,17 @@ class ChangeRule(BaseModel):
     need: float = Field(0.4, gt=0, le=1)
     borderline: float = Field(0.9, gt=0, le=1)
     hue_degrees: float = Field(45.0, gt=0, le=180)  # colour only: the hue turn that counts
+    # luminance only: |log((L*' + 5) / (L* + 5))| that also counts (a darken of a dark area
+    # moves L* little in absolute terms); null: absolute |ΔL*| only
+    ratio: float | None = Field(None, gt=0)
 
 
 def default_rules() -> dict[str, ChangeRule]:
     return {
-        "colour": ChangeRule(strong=14.0, need=0.6),
-        "luminance": ChangeRule(strong=9.0, need=0.475),
+        "colour": ChangeRule(strong=10.0, weak=0.5, need=0.5),
+        "luminance": ChangeRule(strong=12.0, need=0.4, ratio=0.2),
         "texture": ChangeRule(strong=0.25, need=0.475),
-        "blur": ChangeRule(strong=0.2, need=0.4),
+        "blur": ChangeRule(strong=0.65, need=0.35),
         "any": ChangeRule(strong=1.0, need=0.45),
     }
 
@@ -91,7 +94,7 @@ class StrengthRules(BaseModel):
     changes: dict[str, ChangeRule] = Field(default_factory=lambda: default_rules())
     kinds: dict[str, str] = Field(default_factory=lambda: dict(CHANGE_OF_KIND))
     artefacts: dict[str, float] = Field(
-        default_factory=lambda: {"blockiness": 0.6, "noise_residual": 1.18, "colour_cast": 4.0}
+        default_factory=lambda: {"blockiness": 0.6, "noise_residual": 1.0, "colour_cast": 3.0}
     )
     missing_below: float = Field(0.12, ge=0, le=1)
     offtarget_min: float = Field(0.004, ge=0, le=1)
@@ -166,9 +169,14 @@ def responses(real: np.ndarray, fake: np.ndarray, rules: dict[str, ChangeRule]) 
     )
     out = {
         "colour": colour,
-        "luminance": dl / rules["luminance"].strong,
+        "luminance": dl / rules["luminance"].strong,  # widened below with ``ratio``
         "texture": np.maximum(ds / rules["texture"].strong, de / (rules["texture"].strong * 100)),
     }
+    rl = rules["luminance"]
+    if rl.ratio:
+        la, lb = cv2.GaussianBlur(a[..., 0], (0, 0), 1.0), cv2.GaussianBlur(b[..., 0], (0, 0), 1.0)
+        rel = np.abs(np.log((lb + 5) / (la + 5))) / rl.ratio
+        out["luminance"] = np.maximum(out["luminance"], rel)
     ea = cv2.GaussianBlur((ga - cv2.GaussianBlur(ga, (0, 0), 1.0)) ** 2, (0, 0), 2.0)
     eb = cv2.GaussianBlur((gb - cv2.GaussianBlur(gb, (0, 0), 1.0)) ** 2, (0, 0), 2.0)
     textured = ea > 2.0  # L* units²: flat areas cannot show a blur
@@ -220,6 +228,15 @@ def measure(
     pick = flat if flat.sum() >= 0.1 * h * w else outside
     res_out = res[pick] if pick.any() else res.ravel()
     noise = float(np.median(np.abs(res_out)) * 1.4826)
+    # the fine-grain level the candidate added over the real's own (a re-encode of a grainy
+    # photo changes its grain, but lowers its level)
+    sig_a, sig_b = (
+        float(np.median(np.abs((g - cv2.GaussianBlur(g, (0, 0), 1.5))[pick])) * 1.4826)
+        if pick.any()
+        else 0.0
+        for g in (ga, gb)
+    )
+    noise = min(noise, float(np.sqrt(max(0.0, sig_b**2 - sig_a**2))))
     d = r["lab_diff"]
     sel = outside if outside.any() else np.ones((h, w), bool)
     cast = float(np.hypot(np.median(d[..., 1][sel]), np.median(d[..., 2][sel])))

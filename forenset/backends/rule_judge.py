@@ -126,7 +126,8 @@ def judge_measured(
 
     Order: image-wide artefacts; the requested change outside the target dominating what
     reached it (off-target); an unverifiable target (a blur of a flat area); nothing
-    meaningful at the target (missing, or off-target when a sizeable change sits elsewhere);
+    meaningful at the target (missing, or off-target when a change of a quarter of the
+    target's size or more sits elsewhere);
     then coverage against the kind's ``need`` (KEEP, BORDERLINE partial, DISCARD partial)."""
     ch = m["change"]
     r = rules.changes[ch]
@@ -154,7 +155,7 @@ def judge_measured(
         verdict, cat = "BORDERLINE", "ambiguous"
         why = f"the target has too little texture to verify a {ch} change"
     elif weak < rules.missing_below:
-        if float(m.get("outside_any", 0.0)) >= rules.offtarget_min:
+        if float(m.get("outside_any", 0.0)) >= max(rules.offtarget_min, 0.25 * box):
             verdict, cat = "DISCARD", "off_target"
             why = (
                 f"nothing reached the target (touched {weak:.2f} < {rules.missing_below:.2f}) "
