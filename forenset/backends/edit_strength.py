@@ -94,7 +94,7 @@ class StrengthRules(BaseModel):
     changes: dict[str, ChangeRule] = Field(default_factory=lambda: default_rules())
     kinds: dict[str, str] = Field(default_factory=lambda: dict(CHANGE_OF_KIND))
     artefacts: dict[str, float] = Field(
-        default_factory=lambda: {"blockiness": 0.6, "noise_residual": 1.0, "colour_cast": 3.0}
+        default_factory=lambda: {"blockiness": 0.6, "noise_residual": 1.0, "colour_cast": 4.0}
     )
     missing_below: float = Field(0.12, ge=0, le=1)
     offtarget_min: float = Field(0.004, ge=0, le=1)
@@ -223,23 +223,24 @@ def measure(
     any_in = r["maps"]["any"][inside]
     ga, gb = r["gray"]
     res = (gb - ga) - cv2.GaussianBlur(gb - ga, (0, 0), 1.5)
-    # noise shows in flat areas, where a light re-encode changes almost nothing
-    flat = outside & ~r["textured"]
-    pick = flat if flat.sum() >= 0.1 * h * w else outside
-    res_out = res[pick] if pick.any() else res.ravel()
-    noise = float(np.median(np.abs(res_out)) * 1.4826)
-    # the fine-grain level the candidate added over the real's own (a re-encode of a grainy
-    # photo changes its grain, but lowers its level)
-    sig_a, sig_b = (
-        float(np.median(np.abs((g - cv2.GaussianBlur(g, (0, 0), 1.5))[pick])) * 1.4826)
-        if pick.any()
-        else 0.0
-        for g in (ga, gb)
-    )
-    noise = min(noise, float(np.sqrt(max(0.0, sig_b**2 - sig_a**2))))
-    d = r["lab_diff"]
-    sel = outside if outside.any() else np.ones((h, w), bool)
-    cast = float(np.hypot(np.median(d[..., 1][sel]), np.median(d[..., 2][sel])))
+    # noise and a colour cast are read outside the target only; a target covering nearly the
+    # whole frame leaves too little outside to read them (0: not measured)
+    measurable = outside.sum() >= 0.1 * h * w
+    noise = cast = 0.0
+    if measurable:
+        # noise shows in flat areas, where a light re-encode changes almost nothing
+        flat = outside & ~r["textured"]
+        pick = flat if flat.sum() >= 0.1 * h * w else outside
+        noise = float(np.median(np.abs(res[pick])) * 1.4826)
+        # the fine-grain level the candidate added over the real's own (a re-encode of a
+        # grainy photo changes its grain, but lowers its level)
+        sig_a, sig_b = (
+            float(np.median(np.abs((g - cv2.GaussianBlur(g, (0, 0), 1.5))[pick])) * 1.4826)
+            for g in (ga, gb)
+        )
+        noise = min(noise, float(np.sqrt(max(0.0, sig_b**2 - sig_a**2))))
+        d = r["lab_diff"]
+        cast = float(np.hypot(np.median(d[..., 1][outside]), np.median(d[..., 2][outside])))
     block = blockiness(gb) - blockiness(ga)
     return {
         "change": change,

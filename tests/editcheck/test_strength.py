@@ -116,3 +116,13 @@ def test_thresholds_are_configurable_per_change(photo):
     assert v["failure_category"] == "edit_partial" and "need 1.00" in v["rationale"]
     with pytest.raises(ValueError, match="unknown change classes"):
         StrengthRules(kinds={"recolor": "hue"})
+
+
+def test_a_target_filling_the_frame_is_not_read_as_a_colour_cast(photo):
+    """Outside a whole-frame target there is nothing to read a cast or noise from; the
+    recolour itself must not count as one."""
+    whole = [0.0, 0.0, 1.0, 1.0]
+    fake = blend(photo, recolour(photo), region(photo.shape, whole))
+    v = offline_check(photo, fake, {"kind": "recolor", "change_bbox": whole, "params": {}})
+    assert v["verdict"] == "KEEP", v["rationale"]
+    assert v["measurements"]["colour_cast"] == 0.0
