@@ -45,6 +45,7 @@ class JudgmentsConfig(ModelStageConfig):
     """
 
     offtarget_dominance: float = Field(1.0, gt=0)  # off/in ratio above which off-target dominates
+    # the area rule's (rules-v1) off-target limit; the strength rules use strength.offtarget_min
     max_offtarget_frac: float = Field(0.06, ge=0, le=1)
     panel: bool = False
     with_rule_judge: bool = False
