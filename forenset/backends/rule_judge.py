@@ -1,6 +1,10 @@
-"""The offline alignment judge: instruction target box vs the listed difference regions.
+"""The offline alignment judges and the verdict aggregation.
 
-Text-only by construction — it reads the instruction and the difference record, never pixels.
+``judge_measured`` (rules-v2, the judgments stage's): decides from ``edit_strength``'s pixel
+measurements — how much of the target reached the change its edit kind needs, the requested
+change outside it, image-wide artefacts — and names the failure with the deciding numbers.
+``judge`` (rules-v1): the instruction's target box vs the listed difference regions' area,
+text-only; kept for callers without pixels.
 """
 
 from __future__ import annotations
