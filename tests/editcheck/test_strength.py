@@ -126,3 +126,15 @@ def test_a_target_filling_the_frame_is_not_read_as_a_colour_cast(photo):
     v = offline_check(photo, fake, {"kind": "recolor", "change_bbox": whole, "params": {}})
     assert v["verdict"] == "KEEP", v["rationale"]
     assert v["measurements"]["colour_cast"] == 0.0
+
+
+def test_an_imported_edit_keeps_a_listed_kind_forenset_has_no_instruction_kind_for():
+    from forenset.backends.edit_strength import change_of
+    from forenset.tasks.candidates import external_instruction
+
+    blur = external_instruction({"row": 3, "kind": "blur", "bbox": BOX, "instruction": "Blur it"})
+    assert blur["kind"] == "external" and blur["params"]["listed_kind"] == "blur"
+    assert change_of(blur) == "blur"
+    recolor = external_instruction({"row": 4, "kind": "recolor", "bbox": BOX})
+    assert "listed_kind" not in recolor["params"] and change_of(recolor) == "colour"
+    assert change_of(external_instruction({"row": 5})) == "any"
