@@ -32,6 +32,18 @@ QUERIES: dict[str, str] = {
     "failure_categories": """
         SELECT failure_category, verdict, count(*) AS n FROM verdicts WHERE status = 'ok'
         GROUP BY 1, 2 ORDER BY n DESC""",
+    # the numbers behind each category (judgments.measurements, the strength-aware rule judge);
+    # judge_contradicts_pixels: model judges' rows whose category the pixels do not support
+    "category_evidence": """
+        SELECT pixel_category, count(*) AS n,
+               round(median(CAST(json_extract(measurements, '$.coverage') AS DOUBLE)), 3) AS median_coverage,
+               round(median(CAST(json_extract(measurements, '$.weak_coverage') AS DOUBLE)), 3) AS median_touched,
+               round(median(CAST(json_extract(measurements, '$.outside_frac') AS DOUBLE)), 4) AS median_outside,
+               round(max(CAST(json_extract(measurements, '$.blockiness') AS DOUBLE)), 3) AS max_blockiness,
+               round(max(CAST(json_extract(measurements, '$.noise_residual') AS DOUBLE)), 3) AS max_noise,
+               round(max(CAST(json_extract(measurements, '$.colour_cast') AS DOUBLE)), 3) AS max_colour_cast,
+               count(*) FILTER (NOT category_grounded) AS judge_contradicts_pixels
+        FROM judgments WHERE status = 'ok' AND measurements IS NOT NULL GROUP BY 1 ORDER BY n DESC""",
     "salience_histogram": """
         SELECT CAST(json_extract(d.value, '$.salience') AS INTEGER) AS salience, count(*) AS n
         FROM diffs, json_each(diffs.differences) AS d WHERE diffs.status = 'ok' GROUP BY 1 ORDER BY 1""",

@@ -1,13 +1,20 @@
-"""The offline alignment judge: instruction target box vs the listed difference regions.
+"""The offline alignment judges and the verdict aggregation.
 
-Text-only by construction — it reads the instruction and the difference record, never pixels.
+``judge_measured`` (rules-v2, the judgments stage's): decides from ``edit_strength``'s pixel
+measurements — how much of the target reached the change its edit kind needs, the requested
+change outside it, image-wide artefacts — and names the failure with the deciding numbers.
+``judge`` (rules-v1): the instruction's target box vs the listed difference regions' area,
+text-only; kept for callers without pixels.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-RULE_VERSION = "rules-v1"
+from forenset.backends.edit_strength import StrengthRules
+
+RULE_VERSION = "rules-v2"  # v2: strength-aware coverage and measured failure categories
+AREA_RULE_VERSION = "rules-v1"  # ``judge``: the listed differences' area, no pixels
 
 
 def _inter(a: list[float], b: list[float]) -> float:
@@ -38,7 +45,8 @@ def judge(
     max_offtarget_frac: float,
     grounding: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Score how well the listed differences match the instructed change.
+    """Score how well the listed differences match the instructed change, from their area
+    alone (rules-v1; the stages use ``judge_measured``, which weighs strength per edit kind).
 
     Differences the grounding check marked hallucinated are ignored; large pixel changes the
     extractor missed count as unlisted evidence (off-target when outside the target).
@@ -99,6 +107,79 @@ def judge(
     else:
         verdict, cat = "DISCARD", "edit_partial"
         why = f"the change at the target is too weak (score {final:.2f})"
+    return {
+        "match_score": round(match, 4),
+        "offtarget_penalty": round(penalty, 4),
+        "final_score": round(final, 4),
+        "verdict": verdict,
+        "failure_category": cat,
+        "rationale": why,
+        "rule_version": AREA_RULE_VERSION,
+    }
+
+
+def judge_measured(
+    instruction: dict[str, Any],
+    m: dict[str, Any],
+    rules: StrengthRules,
+    *,
+    offtarget_dominance: float,
+) -> dict[str, Any]:
+    """The strength-aware rule judge: a verdict and failure category from ``edit_strength``'s
+    measurements, the rationale quoting the numbers that decided it.
+
+    Order: image-wide artefacts; the requested change outside the target dominating what
+    reached it (off-target); an unverifiable target (a blur of a flat area); nothing
+    meaningful at the target (missing, or off-target when a change of a quarter of the
+    target's size or more sits elsewhere);
+    then coverage against the kind's ``need`` (KEEP, BORDERLINE partial, DISCARD partial)."""
+    ch = m["change"]
+    r = rules.changes[ch]
+    box = max(1e-6, float(m["box_area"]))
+    cov, weak = float(m["coverage"]), float(m["weak_coverage"])
+    reached = cov * box  # image fraction of the target that reached the change
+    out = float(m["outside_frac"])
+    match = min(1.0, cov / r.need)
+    penalty = min(1.0, out / box)
+    final = max(0.0, match - 0.5 * penalty)
+    art = {k: float(m[k]) for k, lim in rules.artefacts.items() if float(m[k]) > lim}
+    need = f"{ch} change (coverage {cov:.2f} of the target, need {r.need:.2f})"
+    if art:
+        verdict, cat = "DISCARD", "severe_artifacts"
+        why = "image-wide degradation: " + ", ".join(
+            f"{k} {v:.2f} > {rules.artefacts[k]:.2f}" for k, v in art.items()
+        )
+    elif out >= rules.offtarget_min and out > offtarget_dominance * reached:
+        verdict, cat = "DISCARD", "off_target"
+        why = (
+            f"the requested {ch} change covers {out * 100:.1f}% of the image outside the target "
+            f"vs {reached * 100:.1f}% inside (coverage {cov:.2f}): off-target"
+        )
+    elif not m.get("verifiable", True):
+        verdict, cat = "BORDERLINE", "ambiguous"
+        why = f"the target has too little texture to verify a {ch} change"
+    elif weak < rules.missing_below:
+        if float(m.get("outside_any", 0.0)) >= max(rules.offtarget_min, 0.25 * box):
+            verdict, cat = "DISCARD", "off_target"
+            why = (
+                f"nothing reached the target (touched {weak:.2f} < {rules.missing_below:.2f}) "
+                f"but {float(m['outside_any']) * 100:.1f}% of the image changed elsewhere"
+            )
+        else:
+            verdict, cat = "DISCARD", "edit_missing"
+            why = (
+                f"no meaningful {ch} change anywhere: {weak:.2f} of the target touched "
+                f"(< {rules.missing_below:.2f}), {out * 100:.2f}% of the image outside"
+            )
+    elif cov >= r.need:
+        verdict, cat = "KEEP", "none"
+        why = f"the target reached the {need}, {out * 100:.2f}% of the image changed outside"
+    elif cov >= r.need * r.borderline:
+        verdict, cat = "BORDERLINE", "edit_partial"
+        why = f"the target nearly reached the {need}"
+    else:
+        verdict, cat = "DISCARD", "edit_partial"
+        why = f"too weak or too small: {need}; {weak:.2f} of it touched"
     return {
         "match_score": round(match, 4),
         "offtarget_penalty": round(penalty, 4),

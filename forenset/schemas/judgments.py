@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from forenset.schemas.common import F64, USAGE_FIELDS, S, stage_schema
+from forenset.schemas.common import F64, USAGE_FIELDS, B, S, stage_schema
 from forenset.schemas.diffs import SCHEMA as DIFFS
 
 # The candidate columns Edit-Check carries from diffs through judgments to verdicts.
@@ -23,5 +23,8 @@ SCHEMA = stage_schema(
     ),  # none | edit_missing | edit_partial | off_target | severe_artifacts | ambiguous
     pa.field("rationale", S),
     pa.field("rule_version", S),
+    pa.field("measurements", S),  # JSON: edit_strength.measure's numbers (coverage, artefacts)
+    pa.field("pixel_category", S),  # the category those numbers give (the rule judge's)
+    pa.field("category_grounded", B),  # false: the judge's category contradicts the pixels
     *USAGE_FIELDS,
 )

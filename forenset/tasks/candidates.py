@@ -268,7 +268,8 @@ def external_instruction(rec: dict[str, Any]) -> dict[str, Any]:
     """The edit record of an imported edit: its instruction text, and the kind and target when
     the listing names them. Without a listed box the change region is the whole frame (the
     rule judge then sees no off-target area and rates a small edit as partial); kind and family
-    are 'external' unless the listing names a kind."""
+    are 'external' unless the listing names a kind (another listed word is kept as
+    ``params.listed_kind``)."""
     from forenset.text.models import ALL_KINDS, FAMILY_KINDS
 
     kind = rec.get("kind") if rec.get("kind") in ALL_KINDS else "external"
@@ -286,7 +287,13 @@ def external_instruction(rec: dict[str, Any]) -> dict[str, Any]:
         "change_bbox": box,
         "expected_change": text,
         "difficulty": 3,
-        "params": {"external_generator": rec.get("generator"), "row": rec.get("row")},
+        "params": {
+            "external_generator": rec.get("generator"),
+            "row": rec.get("row"),
+            # a listed kind forenset has no instruction kind for (e.g. 'blur'): Edit-Check's
+            # strength rules can still name the change it needs
+            **({"listed_kind": rec["kind"]} if rec.get("kind") and kind == "external" else {}),
+        },
     }
 
 

@@ -3,9 +3,13 @@
 Raw records only; the verdict is the ``verdicts`` stage's versioned rule, so a new threshold
 or an extra judge needs no new judge calls for the others.
 
-Offline: the rule judge. With a model pool: a text-only judge (``alignment_judge`` template)
+Offline: the strength-aware rule judge — ``edit_strength.measure`` weighs the change at the
+target against what the instruction's kind needs and measures image-wide artefacts; the
+judge's category and rationale come from those numbers (``measurements`` column). With a model pool: a text-only judge (``alignment_judge`` template)
 reads the instruction, the difference record and the pixel-grounding flags; ``panel`` asks every
-pool model, ``with_rule_judge`` keeps the rule judge's row as one more judge.
+pool model, ``with_rule_judge`` keeps the rule judge's row as one more judge. Every model row
+also carries the pixel measurements and the category they give (``pixel_category``);
+``category_grounded`` is false where the model's category contradicts them.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from typing import Any
 import pyarrow as pa
 from pydantic import Field
 
+from forenset.backends.edit_strength import StrengthRules, measure
 from forenset.backends.llm import LLMSettings
 from forenset.backends.llm.types import ChatRequest
-from forenset.backends.rule_judge import RULE_VERSION, judge
+from forenset.backends.rule_judge import RULE_VERSION, judge_measured
+from forenset.images import decode_rgb
 from forenset.schemas.judgments import CARRY, SCHEMA
-from forenset.tasks.base import ShardSpec
+from forenset.tasks.base import ShardSpec, dumps
 from forenset.tasks.modelcall import ModelStageConfig, Outcome, model_stage_config, request
 from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
 from forenset.text.checks import validate_judgment
@@ -39,9 +45,12 @@ class JudgmentsConfig(ModelStageConfig):
     """
 
     offtarget_dominance: float = Field(1.0, gt=0)  # off/in ratio above which off-target dominates
+    # the area rule's (rules-v1) off-target limit; the strength rules use strength.offtarget_min
     max_offtarget_frac: float = Field(0.06, ge=0, le=1)
     panel: bool = False
     with_rule_judge: bool = False
+    # strength-aware coverage: per change class thresholds, kind -> class, artefact limits
+    strength: StrengthRules = Field(default_factory=StrengthRules)
 
 
 TEMPLATES = ("alignment_judge",)
@@ -65,23 +74,25 @@ def evidence(differences_json: str | None, grounding_json: str | None) -> dict[s
     return {"differences": listed, "unlisted_pixel_changes": g.get("missed") or []}
 
 
+def agrees(category: str, pixel_category: str) -> bool:
+    """Whether a judge's failure category is consistent with the pixel measurements' one
+    ('ambiguous' on either side claims nothing)."""
+    return category == pixel_category or "ambiguous" in (category, pixel_category)
+
+
 class JudgmentsOffline(OfflineStrategy):
-    """The rule judge, row by row."""
+    """The strength-aware rule judge, row by row."""
 
     stage: Judgments
 
     def process_row(self, row: dict[str, Any], shard: ShardSpec | None) -> Iterable[dict[str, Any]]:
-        c = self.cfg
-        v = judge(
-            json.loads(row["instruction"]),
-            json.loads(row["differences"]),
-            offtarget_dominance=c.offtarget_dominance,
-            max_offtarget_frac=c.max_offtarget_frac,
-            grounding=json.loads(row.get("grounding") or "{}"),
-        )
+        m, v = self.stage.pixel_judgment(row)
         yield {
             **{k: row[k] for k in CARRY},
             **v,
+            "measurements": dumps(m),
+            "pixel_category": v["failure_category"],
+            "category_grounded": True,
             "judge": f"offline/{RULE_VERSION}",
             "backend": "offline",
             "model": RULE_VERSION,
@@ -122,6 +133,14 @@ class JudgmentsModel(ModelStrategy):
         rec["rule_version"] = o.result.prompt_id
         if o.ok:
             rec.update(o.parsed().model_dump())
+            m, px = self.stage.pixel_judgment(row)
+            rec["measurements"] = dumps(m)
+            rec["pixel_category"] = px["failure_category"]
+            rec["category_grounded"] = agrees(rec["failure_category"], px["failure_category"])
+            if not rec["category_grounded"]:
+                rec["rationale"] = (
+                    f"{rec['rationale']} [pixels: {px['failure_category']} — {px['rationale']}]"
+                )
         return rec
 
     def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
@@ -149,7 +168,7 @@ class JudgmentsModel(ModelStrategy):
 class Judgments(StrategyStage):
     name = "judgments"
     config_model = JudgmentsConfig
-    version = "3"
+    version = "4"  # 4: strength-aware rule judge, measurements / pixel_category columns
     inputs = ("diffs",)
     input_columns = CARRY + ("grounding",)
     output_schema = SCHEMA
@@ -160,3 +179,20 @@ class Judgments(StrategyStage):
 
     def stage_config(self) -> dict[str, Any]:
         return model_stage_config(self.cfg, TEMPLATES)
+
+    def pixel_judgment(self, row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The candidate's strength measurements and the rule judge's record from them."""
+        real = decode_rgb(self.ctx.store.get_blob(row["source_blob"]))
+        fake = decode_rgb(self.ctx.store.get_blob(row["blob"]))
+        ins = json.loads(row["instruction"])
+        return rule_record(real, fake, ins, self.cfg)
+
+
+def rule_record(
+    real: Any, fake: Any, instruction: dict[str, Any], cfg: JudgmentsConfig
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(measurements, rule judge record) of one pair: the stage's and the bench's path."""
+    m = measure(real, fake, instruction, cfg.strength)
+    return m, judge_measured(
+        instruction, m, cfg.strength, offtarget_dominance=cfg.offtarget_dominance
+    )

@@ -333,3 +333,27 @@ def test_a_refused_item_answered_by_another_pool_model_records_who_refused(tmp_p
     labels = {f"{backend}/{backend}-fake", f"{backend}/{backend}-fake-b"}
     assert cap["refused_by"] in labels
     assert f"{backend}/{cap['model']}" == (labels - {cap["refused_by"]}).pop()
+
+
+def test_judge_category_contradicting_the_pixels_is_recorded(tmp_path, server):
+    """The scripted judge says KEEP for every candidate; a faulty generator that hands back the
+    photo unchanged makes the pixels say edit_missing: each row keeps the model's category,
+    records the pixels' one and is flagged ungrounded."""
+    backend, srv, _ = server
+    cfg = tiny_build(
+        tmp_path,
+        sources={"samples": ["coffee"], "max_side": 64},
+        generators=[{"name": "lazy", "family": "faulty", "faults": {"missing": 1.0}}],
+        judgments={"llm": llm(backend, srv)},
+    )
+    store, stats, _ = run_local(cfg)
+    assert not any(st.failures for st in stats.values())
+    judg = [r for r in rows(store, "judgments") if r["status"] == "ok"]
+    assert judg
+    for r in judg:
+        assert r["failure_category"] == "none" and r["verdict"] == "KEEP"
+        assert r["pixel_category"] == "edit_missing"
+        assert r["category_grounded"] is False
+        assert "[pixels: edit_missing" in r["rationale"]
+        m = json.loads(r["measurements"])
+        assert m["coverage"] == 0.0 and m["weak_coverage"] < 0.12
