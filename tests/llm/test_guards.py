@@ -50,9 +50,7 @@ def test_wrong_key_stops_the_stage_with_one_sentence(openai_server, stage):
 
 def test_isolated_errors_do_not_stop_the_stage(openai_server, stage):
     openai_server.fault_for = lambda body: (
-        Fault(status=404)
-        if "item it3 " in body["messages"][-1]["content"] + " "
-        else None
+        Fault(status=404) if "item it3 " in body["messages"][-1]["content"] + " " else None
     )
     s = settings(openai_spec(openai_server), max_error_rate=0.2, error_window=5)
     out = run_chat(reqs(10), s, build_seed=3, stage=stage, cache=None)

@@ -257,6 +257,7 @@ class Engine:
             return None  # cached under an older output model: call again
         item.input_tokens = int(entry.get("input_tokens", 0))
         item.output_tokens = int(entry.get("output_tokens", 0))
+        item.output_mode = entry.get("output_mode")
         state.cached += 1
         return self.result(item, status="ok", text=entry["text"], parsed=parsed, cached=True)
 
@@ -274,6 +275,7 @@ class Engine:
             "task": item.req.task,
             "prompt_id": item.req.prompt_id,
             "batch_id": batch_id,
+            "output_mode": raw.output_mode,
             "created": time.time(),
         }
         try:
@@ -440,7 +442,7 @@ class Engine:
                 extra = [*extra, ("assistant", raw.text), ("user", repair_message(perr))]
                 continue
             if self.regenerate(item, settings, stage, build_seed):
-                req, extra, repairs_used = item.req, [], 0
+                req, extra = item.req, []  # the repair turns stay spent
                 continue
             if cut:
                 perr = (
