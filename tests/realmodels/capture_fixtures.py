@@ -79,7 +79,12 @@ def main(base_url: str) -> None:
         for name, body in CASES.items():
             r = client.post("/chat/completions", json={"model": "smollm2", **body})
             keep = {k: v for k, v in r.headers.items() if k.startswith(("x-", "retry"))}
-            out[name] = {"request": body, "status": r.status_code, "body": r.json(), "headers": keep}
+            out[name] = {
+                "request": body,
+                "status": r.status_code,
+                "body": r.json(),
+                "headers": keep,
+            }
     dest = Path(__file__).parents[1] / "llm" / "fixtures" / "llamacpp_replies.json"
     dest.parent.mkdir(exist_ok=True)
     dest.write_text(json.dumps(out, indent=1) + "\n")
