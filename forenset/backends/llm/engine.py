@@ -302,10 +302,13 @@ class Engine:
         stage: str,
         *,
         server_failure: bool = False,
+        systemic: bool = False,
     ) -> ChatResult:
         """Feed the sliding error window and the same-failure guard; set the stage's abort
-        message when either trips (``server_failure``: the call failed at the transport or
-        server, not on the reply's content)."""
+        message when either trips. ``server_failure``: the call failed at the transport or
+        server, not on the reply's content; ``systemic``: in a way that does not depend on
+        the item (a rejected request form, a wrong key or model, no connection), so
+        ``fail_fast_after`` alike with no success stop the stage before its shard ends."""
         if result.cached or result.error in (BUDGET_EXHAUSTED,) or state.aborted:
             return result
         if result.ok:
@@ -315,7 +318,7 @@ class Engine:
                 state.same_count += 1
             else:
                 state.same_error, state.same_count = result.error, 1
-            if state.same_count >= settings.fail_fast_after:
+            if systemic and state.same_count >= settings.fail_fast_after:
                 self.abort_same(state, stage, result, state.same_count)
                 return result
         failed = result.status == "error"
@@ -417,7 +420,14 @@ class Engine:
                     item, status="error", error=failure.reason, retryable=failure.retryable
                 )
                 server = not failure.refused
-                return self.finish(res, state, settings, stage, server_failure=server)
+                systemic = (
+                    failure.rejected
+                    or failure.status in (401, 403, 404)
+                    or failure.reason.startswith("connection error")
+                )
+                return self.finish(
+                    res, state, settings, stage, server_failure=server, systemic=systemic
+                )
             raw = sent.reply
             assert raw is not None
             self.charge(item, state, raw, batch=False)

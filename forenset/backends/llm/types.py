@@ -174,8 +174,10 @@ class LLMSettings(BaseModel):
     length_growth: float = operational(2.0, ge=1)
     # same-model re-asks (new seed) after a refusal or a cut reply, before the pool fallback
     regenerations: int = operational(2, ge=0)
-    # a stage whose first N finished calls all failed the same way at the server stops the
-    # build (one sentence, non-zero exit) instead of writing N... error rows
+    # a stage whose calls all fail the same way at the server, with no success yet, stops the
+    # build (one sentence, non-zero exit) instead of writing error rows: after N alike when
+    # the failure cannot depend on the item (rejected request form, wrong key or model, no
+    # connection), else when a shard's every call failed alike
     fail_fast_after: int = operational(3, ge=1)
     max_error_rate: float = operational(0.5, ge=0, le=1)  # over the sliding window
     error_window: int = operational(20, ge=1)
