@@ -65,7 +65,9 @@ def test_a_long_reply_cut_at_max_tokens_says_so(llamacpp_server):
 @pytest.mark.parametrize("stage", MODEL_STAGES)
 def test_every_model_stage_against_the_real_server(tmp_path, llamacpp_server, stage):
     reset_limiters()
-    own = {"llm": settings(llamacpp_server), "max_attempts": 1}
+    # one request per item, short replies: SmolLM2 on 2 shared cores takes seconds per call
+    fast = settings(llamacpp_server, max_tokens=96, regenerations=0, repair_retries=0)
+    own = {"llm": fast, "max_attempts": 1}
     if stage == "captions":
         own["keep_manifest"] = False  # caption every photo through the model
     cfg = tiny_build(
