@@ -12,6 +12,10 @@ forenset runs ``run_chat`` with a pool of two model names sharing the server's l
 virtual environment, created here on first use (never a forenset dependency); it needs
 the network once to install (``--peer-venv`` to reuse another one).
 
+``--hostile`` is the single-model mode: a pool of one model (no other model to fall back
+to after a refusal) and 20 s stalls; forenset then relies on regenerating on the same model
+(``LLMSettings.regenerations``), as Curator does.
+
 It ends with the medians per client and mode and, for the clean runs, the two floors of any
 client's wall time (at the configured rate and at the server's own limit) as multiples of
 Curator's ok rows/s: how much faster than Curator a client could be on this machine at all.
@@ -53,7 +57,9 @@ def prompt(i: int) -> str:
 # -- the server ---------------------------------------------------------------------------
 
 
-def _serve(conn: Any, rps: float, latency: float, fault_rate: float, seed: int) -> None:
+def _serve(
+    conn: Any, rps: float, latency: float, fault_rate: float, seed: int, stall_s: float = 4.0
+) -> None:
     from forenset.testing.fake_openai import FakeOpenAI, Fault
 
     server = FakeOpenAI(
@@ -75,7 +81,7 @@ def _serve(conn: Any, rps: float, latency: float, fault_rate: float, seed: int) 
         if kind == "500":
             return Fault(status=500)
         if kind == "stall":
-            return Fault(delay_s=4.0)
+            return Fault(delay_s=stall_s)
         if kind == "refusal":
             return Fault(refusal="I can't help with that.")
         text = json.dumps(server.default_reply(body))
@@ -109,7 +115,9 @@ def _serve(conn: Any, rps: float, latency: float, fault_rate: float, seed: int) 
 # -- the clients (each in its own process) -------------------------------------------------
 
 
-def forenset_worker(base_url: str, n: int, rpm: float, conc: int, retries: int) -> dict:
+def forenset_worker(
+    base_url: str, n: int, rpm: float, conc: int, retries: int, models: int = 2
+) -> dict:
     os.environ["PEER_BENCH_KEY"] = "sk-bench"
     import openai  # noqa: F401  # imported before the clock starts, as Curator's SDKs are
 
@@ -126,7 +134,7 @@ def forenset_worker(base_url: str, n: int, rpm: float, conc: int, retries: int) 
             timeout_s=3.0,
             rate_group="bench-server",
         )
-        for name in ("gpt-4o-mini", "gpt-4o-mini-b")
+        for name in ("gpt-4o-mini", "gpt-4o-mini-b")[:models]
     ]
     settings = LLMSettings(pool=pool, max_retries=retries, max_error_rate=1.0, error_window=n)
     reqs = [
@@ -148,6 +156,7 @@ def forenset_worker(base_url: str, n: int, rpm: float, conc: int, retries: int) 
         "ok": sum(r.ok for r in out),
         "rows": len(out),
         "fallbacks": sum(r.refused_by is not None for r in out),
+        "regenerations": sum(r.regenerations for r in out),
         "errors": errors,
     }
 
@@ -227,7 +236,7 @@ def curator_env(py: Path, work: Path) -> dict[str, str]:
 def client_run(client: str, args: argparse.Namespace, base_url: str, py: Path | None) -> dict:
     common = [base_url, str(args.n), str(args.rpm), str(args.concurrency), str(args.retries)]
     if client == "forenset":
-        cmd = [sys.executable, __file__, "--worker", *common]
+        cmd = [sys.executable, __file__, "--worker", *common, str(args.models)]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
         marker = "FORENSET_RESULT "
     else:
@@ -252,7 +261,11 @@ def client_run(client: str, args: argparse.Namespace, base_url: str, py: Path | 
 def one_run(client: str, mode: str, args: argparse.Namespace, py: Path | None, seed: int) -> dict:
     parent, child = mp.Pipe()
     rate = args.fault_rate if mode == "faults" else 0.0
-    proc = mp.Process(target=_serve, args=(child, args.rps, args.latency, rate, seed), daemon=True)
+    proc = mp.Process(
+        target=_serve,
+        args=(child, args.rps, args.latency, rate, seed, args.stall_s),
+        daemon=True,
+    )
     proc.start()
     base_url = parent.recv()
     try:
@@ -280,12 +293,19 @@ def main() -> None:
     ap.add_argument("--modes", default="clean,faults")
     ap.add_argument("--clients", default="forenset,curator")
     ap.add_argument("--peer-venv", default="/tmp/forenset-peer-venv")
-    ap.add_argument("--worker", nargs=5, metavar="ARG", help=argparse.SUPPRESS)
+    ap.add_argument("--models", type=int, default=2, help="forenset's pool size (1: no fallback)")
+    ap.add_argument("--stall-s", type=float, default=4.0)
+    ap.add_argument(
+        "--hostile", action="store_true", help="single-model mode: --models 1 --stall-s 20"
+    )
+    ap.add_argument("--worker", nargs=6, metavar="ARG", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.hostile:
+        args.models, args.stall_s = 1, 20.0
 
     if args.worker:
-        base_url, n, rpm, conc, retries = args.worker
-        res = forenset_worker(base_url, int(n), float(rpm), int(conc), int(retries))
+        base_url, n, rpm, conc, retries, models = args.worker
+        res = forenset_worker(base_url, int(n), float(rpm), int(conc), int(retries), int(models))
         print("FORENSET_RESULT " + json.dumps(res))
         return
 
@@ -294,7 +314,8 @@ def main() -> None:
     runs: list[dict] = []
     print(
         f"{args.n} requests, server {args.rps:g} req/s strict window, {args.latency:g} s latency;"
-        f" clients {args.rpm:g} req/min, {args.concurrency} in flight, {args.retries} retries"
+        f" clients {args.rpm:g} req/min, {args.concurrency} in flight, {args.retries} retries;"
+        f" forenset pool {args.models} model(s), stalls {args.stall_s:g} s"
     )
     hdr = f"{'mode':7} {'client':9} {'wall s':>7} {'ok':>8} {'ok/s':>6} {'sent':>5} {'429 over':>8} {'adm/s':>5}"
     print(hdr + "  notes")
@@ -306,7 +327,7 @@ def main() -> None:
                 runs.append(res)
                 notes = ""
                 if client == "forenset":
-                    notes = f"fallbacks {res['fallbacks']}" + (
+                    notes = f"fallbacks {res['fallbacks']} regens {res['regenerations']}" + (
                         f", errors {res['errors']}" if res["errors"] else ""
                     )
                 if mode == "faults":

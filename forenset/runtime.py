@@ -15,6 +15,7 @@ import ctypes
 import ctypes.util
 import sys
 import threading
+from typing import Any
 
 M_TRIM_THRESHOLD = -1
 M_TOP_PAD = -2
@@ -56,3 +57,18 @@ def _mallopt() -> bool:
             (M_TOP_PAD, TOP_PAD),
         )
     )
+
+
+# transformers 5 resolves its top-level names lazily, and that is not thread-safe: four
+# threads importing AutoTokenizer / AutoModel at once fail with "cannot import name ..."
+# (measured 5 of 5 times on transformers 5.25). Stage shards run in worker threads, so every
+# import of a transformers name goes through this lock (the scorers also load under it).
+HF_LOCK = threading.RLock()
+
+
+def transformers_names(*names: str) -> tuple[Any, ...]:
+    """``from transformers import <names>``, under the process's import lock."""
+    with HF_LOCK:
+        import transformers
+
+        return tuple(getattr(transformers, n) for n in names)

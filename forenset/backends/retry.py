@@ -128,11 +128,47 @@ async def attempt(
 # -- what a failed call means ----------------------------------------------------------------
 
 
+# A 500 that is really a 4xx: the server's request validation (pydantic's "Input should
+# be ...", llama-cpp-python), an unsupported format, or a chat template failing on the
+# request's shape ("can only concatenate str (not "list") to str"). Retrying sends the same
+# request to the same check.
+_REJECTION = re.compile(
+    r"input should be|validation error|literal_error|extra inputs are not permitted|"
+    r"field required|not supported|unsupported|can only concatenate|response_format|"
+    r"json_schema|invalid (request|value|type)|is not a valid|must be (a|one of)",
+    re.IGNORECASE,
+)
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\n\s*File \"|^\s*File \"", re.M)
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.+-]+){2,}")
+_PYDANTIC_ERR = re.compile(r"'loc': \(([^)]*)\), 'msg': (\"[^\"]*\"|'[^']*')")
+
+
+def trim_server_error(message: str, limit: int = 300) -> str:
+    """A server's error message fit for an error row: no traceback frames, no file paths,
+    pydantic's dict dump read as ``loc: msg``, whitespace collapsed, at most ``limit`` chars."""
+    m = _TRACEBACK.search(message)
+    if m:
+        message = message[: m.start()]
+    found = _PYDANTIC_ERR.findall(message)
+    if found:
+        parts = []
+        for loc, msg in found:
+            where = ".".join(x.strip(" '\"") for x in loc.split(",") if x.strip())
+            parts.append(f"{where}: {msg[1:-1]}")
+        message = "; ".join(parts)
+    message = _PATH.sub("<path>", message)
+    message = " ".join(message.split()) or "(no message but a server traceback)"
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
 def error_from_status(
     status: int, message: str, code: str | None, headers: dict[str, str]
 ) -> LLMCallError:
-    """Map an HTTP error to retryable (429/408/409/5xx) or terminal with a reason."""
-    message = redact(message)[:300]
+    """Map an HTTP error to retryable (429/408/409/5xx) or terminal with a reason.
+
+    A 5xx whose message is a request rejection (``_REJECTION``) is terminal and marked
+    ``rejected``: the format negotiation steps down on it, and retries would not help."""
+    message = trim_server_error(redact(message))
     if status == 429:
         return LLMCallError(
             f"HTTP 429 rate limited: {message}",
@@ -141,6 +177,14 @@ def error_from_status(
             retry_after_s=retry_after_from(headers),
             throttled=True,
             headers=headers,
+        )
+    if status >= 500 and _REJECTION.search(message):
+        return LLMCallError(
+            f"HTTP {status} (the server rejected the request): {message}",
+            retryable=False,
+            status=status,
+            headers=headers,
+            rejected=True,
         )
     if status >= 500 or status in (408, 409):
         return LLMCallError(
@@ -160,7 +204,11 @@ def error_from_status(
             refused=True,
         )
     return LLMCallError(
-        f"HTTP {status}: {message}", retryable=False, status=status, headers=headers
+        f"HTTP {status}: {message}",
+        retryable=False,
+        status=status,
+        headers=headers,
+        rejected=status in (400, 415, 422) and bool(_REJECTION.search(message)),
     )
 
 

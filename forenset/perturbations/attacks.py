@@ -135,7 +135,9 @@ class HFVisionEncoder:
     def __init__(self, path: str, device: str) -> None:
         import json
 
-        from transformers import AutoModel
+        from forenset.runtime import transformers_names
+
+        (AutoModel,) = transformers_names("AutoModel")
 
         model = AutoModel.from_pretrained(path, local_files_only=True)
         vision = getattr(model, "vision_model", None)

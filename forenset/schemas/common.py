@@ -38,4 +38,8 @@ USAGE_FIELDS: list[pa.Field] = [
     pa.field("cached", B),
     # the pool model that refused before another one answered (one retry after a refusal)
     pa.field("refused_by", S),
+    # how structured output was asked for (json_schema | json_object_schema | json_object |
+    # prompt), negotiated per model; and the same-model re-asks after a refusal or a cut reply
+    pa.field("output_mode", S),
+    pa.field("regenerations", I64),
 ]

@@ -99,6 +99,8 @@ class Outcome:
             cost_usd=self.cost_usd,
             cached=self.cached,
             refused_by=self.result.refused_by,
+            output_mode=self.result.output_mode,
+            regenerations=self.result.regenerations,
         )
         if not self.result.ok:
             out.update(status="error", error=self.result.error, retryable=self.result.retryable)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +67,19 @@ def request_images(body: dict[str, Any]) -> list[bytes]:
     return out
 
 
+def _client_gone(h: BaseHTTPRequestHandler) -> bool:
+    """True when the client closed the connection while its reply was being generated (it
+    gave up: the generation was abandoned work)."""
+    import select
+    import socket
+
+    try:
+        ready, _, _ = select.select([h.connection], [], [], 0)
+        return bool(ready) and h.connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 @dataclass
 class _Batch:
     obj: dict[str, Any]
@@ -83,7 +97,39 @@ class FakeOpenAI(FakeServer):
     revise_prompts: images replies carry ``revised_prompt`` (as DALL-E 3 returns).
     Images endpoints honour the same faults as chat (status, delay_s, drop, 401 echo) and
     the server rate limit.
+
+    Like a real server, a reply longer than the request's ``max_tokens`` (estimated at four
+    characters a token) is cut there with ``finish_reason: length``. Knobs to behave like a
+    given real server (``FakeOpenAI.like_llamacpp()`` sets them as llama-cpp-python 0.3.36's
+    server does, measured; tests/llm/fixtures/llamacpp_replies.json holds its real replies):
+    json_schema: False answers a ``json_schema`` response format as a bad request;
+    list_content: False answers user content given as a list of parts as a bad request;
+    bad_request_status: the status of those bad requests (500 on llama.cpp, with a traceback
+    in the message); retry_after: False sends 429s without Retry-After headers;
+    serial: one generation at a time (requests queue, as on a one-slot local server).
     """
+
+    LLAMACPP_SCHEMA_ERROR = (
+        "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+        "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+        "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File "
+        '"/srv/venv/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376, in '
+        "create_chat_completion\n    POST /v1/chat/completions"
+    )
+    LLAMACPP_LIST_ERROR = 'can only concatenate str (not "list") to str'
+
+    @classmethod
+    def like_llamacpp(cls, **kw: Any) -> FakeOpenAI:
+        """A fake that answers as llama-cpp-python 0.3.36's server: json_object (+ schema)
+        only, string content only, 500 for bad requests, no rate-limit headers, serial."""
+        base = dict(
+            json_schema=False,
+            list_content=False,
+            bad_request_status=500,
+            retry_after=False,
+            serial=True,
+        )
+        return cls(**{**base, **kw})
 
     def __init__(
         self,
@@ -96,6 +142,11 @@ class FakeOpenAI(FakeServer):
         image_reply: Callable[[str, bytes | None, dict[str, Any]], bytes] | None = None,
         batch_polls_to_complete: int = 1,
         batch_expire_after: int | None = None,
+        json_schema: bool = True,
+        list_content: bool = True,
+        bad_request_status: int = 400,
+        retry_after: bool = True,
+        serial: bool = False,
     ) -> None:
         super().__init__(
             latency_s=latency_s,
@@ -111,6 +162,13 @@ class FakeOpenAI(FakeServer):
         self.batches: dict[str, _Batch] = {}
         self.revise_prompts = False  # images replies carry revised_prompt (like DALL-E 3)
         self.edit_files: list[dict[str, Any]] = []  # multipart files of each images/edits call
+        self.json_schema = json_schema
+        self.list_content = list_content
+        self.bad_request_status = bad_request_status
+        self.retry_after = retry_after
+        self.serial = serial
+        self._slot = threading.Lock()  # the one generation slot of a serial server
+        self.abandoned = 0  # replies whose client had gone when they were ready (serial)
 
     @property
     def base_url(self) -> str:
@@ -140,18 +198,35 @@ class FakeOpenAI(FakeServer):
         text = last_user_text(body)
         if fmt.get("type") == "json_schema":
             return instance_for_schema(fmt["json_schema"]["schema"], text)
+        if fmt.get("type") == "json_object" and isinstance(fmt.get("schema"), dict):
+            return instance_for_schema(fmt["schema"], text)  # llama.cpp's grammar
         if fmt.get("type") == "json_object":
             return {"echo": text[:80]}
         n_img = len(request_images(body))
         return f"echo: {text[:200]}" + (f" [{n_img} images]" if n_img else "")
+
+    def bad_request(self, body: dict[str, Any]) -> str | None:
+        """Why this server would reject the request's form (see the knobs), or None."""
+        fmt = body.get("response_format") or {}
+        if not self.json_schema and fmt.get("type") not in (None, "text", "json_object"):
+            return self.LLAMACPP_SCHEMA_ERROR
+        lists = any(isinstance(m.get("content"), list) for m in body.get("messages", []))
+        if not self.list_content and lists:
+            return self.LLAMACPP_LIST_ERROR
+        return None
 
     def completion(
         self, body: dict[str, Any], fault: Fault | None
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Status, JSON body and headers for one chat request (shared with batches)."""
         headers = dict(fault.headers) if fault else {}
-        if fault and fault.retry_after_s is not None:
+        if fault and fault.retry_after_s is not None and self.retry_after:
             headers.update(self.retry_headers(fault.retry_after_s))
+        bad = self.bad_request(body)
+        if bad is not None and not (fault and fault.status):
+            status = self.bad_request_status
+            kind = "internal_server_error" if status >= 500 else "invalid_request_error"
+            return status, {"error": {"message": bad, "type": kind, "code": None}}, headers
         if fault and fault.status:
             err = {
                 "message": fault.message or f"injected error {fault.status}",
@@ -168,6 +243,10 @@ class FakeOpenAI(FakeServer):
             made = (self.reply or self.default_reply)(body)
             content = made if isinstance(made, str) else json.dumps(made)
         prompt_tokens = estimate_tokens(request_text(body)) + 85 * len(request_images(body))
+        finish = "stop"
+        limit = body.get("max_tokens")
+        if content and limit and estimate_tokens(content) > int(limit):
+            content, finish = content[: 4 * int(limit)], "length"
         completion_tokens = estimate_tokens(content or refusal or "")
         obj = {
             "id": f"chatcmpl-{next(_ids)}",
@@ -178,7 +257,7 @@ class FakeOpenAI(FakeServer):
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": refusal},
-                    "finish_reason": "stop",
+                    "finish_reason": finish,
                     "logprobs": None,
                 }
             ],
@@ -195,7 +274,14 @@ class FakeOpenAI(FakeServer):
         wait = self.throttle_wait()
         if wait > 0:
             err = {"message": "rate limit exceeded", "type": "requests", "code": "rate_limit"}
-            return self.send_json(h, 429, {"error": err}, self.retry_headers(wait))
+            retry = self.retry_headers(wait) if self.retry_after else {}
+            return self.send_json(h, 429, {"error": err}, retry)
+        if self.serial:  # one generation at a time; the others wait in the queue
+            with self._slot:
+                return self._generate(h, body)
+        return self._generate(h, body)
+
+    def _generate(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         fault = self.next_fault(body)
         if fault and fault.delay_s:
             time.sleep(fault.delay_s)
@@ -204,6 +290,9 @@ class FakeOpenAI(FakeServer):
         if fault and fault.raw_body is not None:
             return self.send_bytes(h, 200, fault.raw_body, "application/json")
         self.work(self.latency_s)
+        if self.serial and _client_gone(h):
+            with self.lock:
+                self.abandoned += 1
         auth = h.headers.get("Authorization", "")
         if fault and fault.status == 401 and fault.message is None:
             # Like real providers, echo the key it got: clients must redact it.

@@ -27,7 +27,6 @@ from forenset.backends.detectors.answers import format_reply, parse_answer
         ("<reasoning>x</reasoning><answer>**fake**</answer>", "fake", "x"),
         ('<reasoning>x</reasoning><answer>"real"!</answer>', "real", "x"),
         ("```\n<reasoning>x</reasoning>\n<answer>fake</answer>\n```", "fake", "x"),
-        ("Sure! <answer>real</answer>", "real", ""),  # no reasoning: detection still scored
         ("<reasoning>a</reasoning><reasoning>b</reasoning><answer>fake</answer>", "fake", "a\n\nb"),
     ],
 )
@@ -58,6 +57,31 @@ def test_unparseable_replies_say_why_in_a_sentence(reply, why):
     answer, _, reason = parse_answer(reply)
     assert answer is None
     assert why in reason and reason.endswith(".") and reason[0].isupper(), reason
+
+
+@pytest.mark.parametrize(
+    "reply,why",
+    [
+        ("Sure! <answer>real</answer>", "no <reasoning>"),
+        ("<reasoning>The hands look wrong.</answer> <answer>fake</answer>", "never closed"),
+        ("<reasoning>  </reasoning><answer>fake</answer>", "is empty"),
+    ],
+)
+def test_a_missing_or_empty_explanation_is_flagged_but_the_answer_kept(reply, why):
+    answer, reasoning, reason = parse_answer(reply)
+    assert answer in ("real", "fake") and reasoning == ""  # detection is still scored
+    assert why in reason and "no explanation" in reason and reason.endswith("."), reason
+
+
+def test_a_real_small_model_reply_is_flagged():
+    """SmolLM2-135M's reply to the detector prompt (fixtures/llamacpp_replies.json)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "llm" / "fixtures" / "llamacpp_replies.json"
+    real = json.loads(path.read_text())["detector_reply"]["body"]
+    answer, _, reason = parse_answer(real["choices"][0]["message"]["content"])
+    assert answer is None and "no <answer>" in reason
 
 
 def test_reasoning_is_kept_when_the_answer_is_unparseable():

@@ -66,7 +66,11 @@ def test_timeout_is_retried(gemini_server, stage):
 def test_safety_block_is_terminal(gemini_server, stage):
     gemini_server.script(Fault(refusal="blocked"))
     [res] = run_chat(
-        [req()], settings(gemini_spec(gemini_server)), build_seed=1, stage=stage, cache=None
+        [req()],
+        settings(gemini_spec(gemini_server), regenerations=0),
+        build_seed=1,
+        stage=stage,
+        cache=None,
     )
     assert res.status == "error" and not res.retryable and "SAFETY" in res.error
 

@@ -11,12 +11,13 @@ from llm_kit import GEMINI_SENTINEL, SENTINEL_KEY, Caption, gemini_spec, openai_
 
 from forenset.backends.llm import (
     ChatRequest,
-    ErrorRateExceeded,
     choose_model,
     limiter_stats,
     run_chat,
     stage_usage,
 )
+from forenset.backends.llm.types import SameFailure
+from forenset.errors import ConfigurationError
 from forenset.testing.fake_openai import Fault
 
 
@@ -36,21 +37,20 @@ def reqs(n: int, prefix: str = "it") -> list[ChatRequest]:
 def test_wrong_key_stops_the_stage_with_one_sentence(openai_server, stage):
     openai_server.fault_for = lambda body: Fault(status=401)
     s = settings(openai_spec(openai_server, max_concurrency=2), max_error_rate=0.5, error_window=5)
-    with pytest.raises(ErrorRateExceeded) as info:
+    with pytest.raises(SameFailure) as info:  # every call failed alike: stops the build
         run_chat(reqs(40), s, build_seed=3, stage=stage, cache=None)
     msg = str(info.value)
     assert msg.count(". ") == 0 and msg.endswith(".") and "401" in msg and stage in msg
+    assert isinstance(info.value, ConfigurationError)  # the build exits non-zero
     assert len(openai_server.requests) < 15  # stopped early, did not burn all 40
-    with pytest.raises(ErrorRateExceeded):  # later shards of the stage stop at once
+    with pytest.raises(SameFailure):  # later shards of the stage stop at once
         run_chat(reqs(3, "later"), s, build_seed=3, stage=stage, cache=None)
     assert len(openai_server.requests) < 15
 
 
 def test_isolated_errors_do_not_stop_the_stage(openai_server, stage):
     openai_server.fault_for = lambda body: (
-        Fault(status=404)
-        if "item it3 " in body["messages"][-1]["content"][0]["text"] + " "
-        else None
+        Fault(status=404) if "item it3 " in body["messages"][-1]["content"] + " " else None
     )
     s = settings(openai_spec(openai_server), max_error_rate=0.2, error_window=5)
     out = run_chat(reqs(10), s, build_seed=3, stage=stage, cache=None)
@@ -61,7 +61,8 @@ def test_budget_cap_returns_remaining_items_as_retryable_errors(openai_server, s
     spec = openai_spec(
         openai_server, price_in_per_mtok=1000.0, price_out_per_mtok=1000.0, max_concurrency=1
     )
-    out = run_chat(reqs(10), settings(spec, budget_usd=0.4), build_seed=1, stage=stage, cache=None)
+    s = settings(spec, budget_usd=0.4, max_tokens=256)  # 256 output tokens reserved per call
+    out = run_chat(reqs(10), s, build_seed=1, stage=stage, cache=None)
     ok = [r for r in out if r.status == "ok"]
     stopped = [r for r in out if r.status == "error"]
     assert ok and stopped

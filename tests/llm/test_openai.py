@@ -86,7 +86,11 @@ def test_schema_failure_shows_validation_error_then_gives_up(openai_server, stag
     bad = json.dumps({"caption": "x", "objects": [], "salience": 9})
     openai_server.script(Fault(content=bad), Fault(content=bad))
     [res] = run_chat(
-        [req()], settings(openai_spec(openai_server)), build_seed=1, stage=stage, cache=None
+        [req()],
+        settings(openai_spec(openai_server), regenerations=0),
+        build_seed=1,
+        stage=stage,
+        cache=None,
     )
     assert res.status == "error" and not res.retryable and res.attempts == 2
     assert "salience" in res.error and "objects" in res.error
@@ -109,7 +113,7 @@ def test_refusals_are_terminal(openai_server, stage):
     )
     out = run_chat(
         [req(0), req(1)],
-        settings(openai_spec(openai_server, max_concurrency=1)),
+        settings(openai_spec(openai_server, max_concurrency=1), regenerations=0),
         build_seed=1,
         stage=stage,
         cache=None,

@@ -107,7 +107,11 @@ def test_a_refusal_is_retried_once_on_another_pool_model(stage):
         )
         m1, m2 = openai_spec(server, model="m1"), openai_spec(server, model="m2")
         out = run_chat(
-            [req(i) for i in range(12)], settings(m1, m2), build_seed=1, stage=stage, cache=None
+            [req(i) for i in range(12)],
+            settings(m1, m2, regenerations=0),
+            build_seed=1,
+            stage=stage,
+            cache=None,
         )
         assert all(r.ok and r.model == "m2" for r in out)
         fell_back = [r for r in out if r.refused_by]
@@ -121,12 +125,17 @@ def test_a_second_refusal_is_final_and_a_lone_model_gets_no_fallback(stage):
         server.fault_for = lambda body: Fault(refusal="No.")
         m1, m2 = openai_spec(server, model="m1"), openai_spec(server, model="m2")
         out = run_chat(
-            [req(i) for i in range(4)], settings(m1, m2), build_seed=1, stage=stage, cache=None
+            [req(i) for i in range(4)],
+            settings(m1, m2, regenerations=0),
+            build_seed=1,
+            stage=stage,
+            cache=None,
         )
         assert all(r.status == "error" and "refused" in r.error for r in out)
         assert all(r.attempts == 2 and r.refused_by is not None for r in out)
         assert all(r.refused_by != f"openai/{r.model}" for r in out)  # the other model's
-        [lone] = run_chat([req(9)], settings(m1), build_seed=1, stage=stage + "x", cache=None)
+        lone_settings = settings(m1, regenerations=0)
+        [lone] = run_chat([req(9)], lone_settings, build_seed=1, stage=stage + "x", cache=None)
         assert lone.status == "error" and lone.refused_by is None and lone.attempts == 1
 
 

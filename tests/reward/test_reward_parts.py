@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from forenset.backends.reward.replies import parse_judge, parse_policy
 from forenset.backends.reward.rubric import RuleJudge, quality, rubric_score, simulate_annotator
@@ -41,6 +44,31 @@ def test_judge_parser_reads_the_four_choices():
     bad = parse_judge("I prefer the first one.")
     assert bad.choice is None and "First, Second, Tie or BothBad" in bad.reason
     assert parse_judge("Firstly, ...").choice is None  # a word that merely starts alike
+    assert parse_judge("First response is better: it names the artifact.").choice == "First"
+    assert parse_judge("Second\nThe first response misses the hands.").choice == "Second"
+
+
+@pytest.mark.parametrize(
+    "reply,why",
+    [
+        ("First response: Real. The light is natural. Second response: fake BothBad", "heading"),
+        ("First response: Real.\nSecond response: Fake.", "heading"),
+        ("First.\nSecond.\nActually both are weak.", "more than one verdict (First, Second)"),
+        ("Tie - but really BothBad", "more than one verdict (BothBad, Tie)"),
+        ("Second the motion", "heading"),
+    ],
+)
+def test_judge_parser_accepts_only_an_unambiguous_choice(reply, why):
+    got = parse_judge(reply)
+    assert got.choice is None and why in got.reason and got.reason.endswith("."), got.reason
+
+
+def test_a_real_small_model_judge_reply_is_a_parse_error():
+    """SmolLM2-135M's reply to a judge prompt (tests/llm/fixtures/llamacpp_replies.json)."""
+    path = Path(__file__).parents[1] / "llm" / "fixtures" / "llamacpp_replies.json"
+    real = json.loads(path.read_text())["judge_reply"]["body"]["choices"][0]["message"]
+    got = parse_judge(real["content"])
+    assert got.choice is None and "'The second" in got.reason
 
 
 def test_rubric_orders_grounded_over_shallow_and_punishes_contradiction():

@@ -52,7 +52,7 @@ def test_failed_evaluator_calls_are_left_out_and_counted(monkeypatch):
     monkeypatch.setenv("FAKE_AGREE_KEY", "sk-agree")
     reset_limiters()
     with FakeOpenAI() as server:
-        server.reply = lambda body: Fault(content="not json")
+        server.fault_for = lambda body: Fault(content="not json")
         settings = LLMSettings.model_validate(
             {
                 "pool": [

@@ -251,6 +251,7 @@ def llm(*pool: ModelSpec) -> LLMSettings:
         max_error_rate=1.0,
         error_window=50,
         repair_retries=0,
+        regenerations=0,  # a broken reply stays broken (no same-model re-ask)
     )
 
 

@@ -359,7 +359,10 @@ def test_entity_evidence_by_a_model_evaluator(tmp_path, monkeypatch, broken):
     reset_limiters()
     reset_stage("eval_scores", 3)
     with FakeOpenAI() as server:
-        server.reply = (lambda body: Fault(content="not json")) if broken else agreeing_evaluator
+        if broken:  # every reply unusable (a Fault is what the server sends, not a reply)
+            server.fault_for = lambda body: Fault(content="not json")
+        else:
+            server.reply = agreeing_evaluator
         pool = {
             "backend": "openai",
             "model": "gpt-fake",

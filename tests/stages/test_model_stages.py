@@ -317,6 +317,7 @@ def test_a_refused_item_answered_by_another_pool_model_records_who_refused(tmp_p
 
     srv.fault_for = refuse_first
     pool = llm(backend, srv)
+    pool["regenerations"] = 0  # no same-model re-ask: straight to the other pool model
     other = {**pool["pool"][0], "model": f"{backend}-fake-b"}
     pool["pool"].append(other)
     cfg = tiny_build(

@@ -19,8 +19,10 @@ Decisions (tested in ``tests/detectors/test_detector_answers.py``):
 * a label outside ``<answer>…</answer>`` is not accepted (``Answer: fake`` is unparseable);
 * two or more ``<answer>`` tags are unparseable, even when they agree;
 * an ``<answer>`` tag without its closing tag is unparseable;
-* a missing ``<reasoning>`` does not make the answer unparseable (detection is still scored);
-  the reasoning is then ``""``. Several ``<reasoning>`` tags are joined with a blank line.
+* a missing, unclosed or empty ``<reasoning>`` does not make the answer unparseable
+  (detection is still scored) but is flagged: the reasoning is then ``""`` and ``reason``
+  says so (explanation metrics would otherwise score an empty text with no note). Several
+  ``<reasoning>`` tags are joined with a blank line.
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ def _tag(tag: str) -> re.Pattern[str]:
 _ANSWER = _tag("answer")
 _REASONING = _tag("reasoning")
 _ANSWER_OPEN = re.compile(_OPEN.format(tag="answer"), re.IGNORECASE)
+_REASONING_OPEN = re.compile(_OPEN.format(tag="reasoning"), re.IGNORECASE)
 _STRIP = " \t\r\n\"'`*_.!,;:"  # what may surround the label inside its tag
 
 
 class ParsedAnswer(NamedTuple):
-    """``answer`` is "real", "fake" or None; ``reason`` says why when it is None."""
+    """``answer`` is "real", "fake" or None; ``reason`` says why when it is None, or, with an
+    answer, that the explanation is missing or empty."""
 
     answer: str | None
     reasoning: str
@@ -86,7 +90,7 @@ def parse_answer(reply: str | None) -> ParsedAnswer:
     raw = found[0]
     label = raw.strip(_STRIP).lower()
     if label in LABELS:
-        return ParsedAnswer(label, reasoning, None)
+        return ParsedAnswer(label, reasoning, None if reasoning else _no_explanation(reply, label))
     if not raw.strip():
         return ParsedAnswer(
             None, reasoning, "The <answer> tag is empty; it must hold real or fake."
@@ -96,6 +100,17 @@ def parse_answer(reply: str | None) -> ParsedAnswer:
         reasoning,
         f"The <answer> tag holds {_show(raw)}, which is neither 'real' nor 'fake'.",
     )
+
+
+def _no_explanation(reply: str, label: str) -> str:
+    """Why a reply with a usable answer has no explanation to score."""
+    if _REASONING.search(reply):
+        why = "its <reasoning> tag is empty"
+    elif _REASONING_OPEN.search(reply):
+        why = "its <reasoning> tag is never closed with </reasoning>"
+    else:
+        why = "it has no <reasoning>…</reasoning> tag"
+    return f"The reply answers {label!r} but gives no explanation: {why}."
 
 
 def format_reply(reasoning: str, answer: str) -> str:

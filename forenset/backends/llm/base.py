@@ -17,6 +17,9 @@ class RawReply:
     input_tokens: int = 0
     output_tokens: int = 0
     headers: dict[str, str] = field(default_factory=dict)
+    # "length" when the reply was cut at max_tokens (OpenAI "length", Gemini "MAX_TOKENS")
+    finish_reason: str | None = None
+    output_mode: str | None = None  # how structured output was asked for (OUTPUT_MODES)
 
 
 class ChatBackend(Protocol):

@@ -12,6 +12,7 @@ forenset/backends/retry.py, also shared with the image clients.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import random
@@ -38,6 +39,7 @@ from forenset.backends.llm.types import (
     ErrorRateExceeded,
     LLMSettings,
     ModelSpec,
+    SameFailure,
 )
 from forenset.backends.retry import RetryPolicy, attempt
 from forenset.seeds import derive_seed
@@ -61,6 +63,14 @@ class StageState:
     calls: int = 0
     cached: int = 0
     errors: int = 0
+    ok: int = 0
+    same_error: str | None = None  # the server failure every finished call so far ended with
+    same_count: int = 0
+    fatal: bool = False  # aborted because every call failed the same way: stops the build
+
+    def raise_aborted(self) -> None:
+        assert self.aborted is not None
+        raise (SameFailure if self.fatal else ErrorRateExceeded)(self.aborted)
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -86,6 +96,10 @@ class _Item:
     output_tokens: int = 0
     cost_usd: float = 0.0
     refused_by: str | None = None
+    output_mode: str | None = None
+    regenerations: int = 0
+    grown: int = 0  # retries with more output room after finish_reason length
+    server_failure: bool = False  # the last failure came from the transport / server
     t0: float = field(default_factory=time.monotonic)
 
 
@@ -132,7 +146,13 @@ class Engine:
 
         state = self.stage_state(stage, build_seed, settings)
         if state.aborted:
-            raise ErrorRateExceeded(state.aborted)
+            state.raise_aborted()
+        requests = [
+            r
+            if r.max_tokens is not None
+            else dataclasses.replace(r, max_tokens=settings.max_tokens)
+            for r in requests
+        ]
         items = [
             self.make_item(r, choose_model(settings.pool, build_seed, stage, r.item_id))
             for r in requests
@@ -166,8 +186,17 @@ class Engine:
                 )
             )
         await asyncio.gather(*jobs)
+        done = [r for r in results if r is not None and not r.cached]
+        if (
+            not state.aborted
+            and len(done) >= min(2, settings.fail_fast_after)
+            and state.ok == 0
+            and state.same_error is not None
+            and all(r.error == state.same_error for r in done)
+        ):  # a stage smaller than fail_fast_after whose every call failed alike
+            self.abort_same(state, stage, done[-1], state.same_count)
         if state.aborted:
-            raise ErrorRateExceeded(state.aborted)
+            state.raise_aborted()
         missing = [items[i].req.item_id for i, r in enumerate(results) if r is None]
         if missing:  # a bug, not a provider error: fail loudly rather than misalign rows
             raise RuntimeError(f"run_chat produced no result for items {missing[:5]}")
@@ -211,6 +240,8 @@ class Engine:
             cache_key=item.key,
             batch_id=batch_id,
             refused_by=item.refused_by,
+            output_mode=item.output_mode,
+            regenerations=item.regenerations,
         )
 
     async def from_cache(
@@ -226,6 +257,7 @@ class Engine:
             return None  # cached under an older output model: call again
         item.input_tokens = int(entry.get("input_tokens", 0))
         item.output_tokens = int(entry.get("output_tokens", 0))
+        item.output_mode = entry.get("output_mode")
         state.cached += 1
         return self.result(item, status="ok", text=entry["text"], parsed=parsed, cached=True)
 
@@ -243,6 +275,7 @@ class Engine:
             "task": item.req.task,
             "prompt_id": item.req.prompt_id,
             "batch_id": batch_id,
+            "output_mode": raw.output_mode,
             "created": time.time(),
         }
         try:
@@ -250,12 +283,44 @@ class Engine:
         except OSError as exc:  # the answer is still returned; only the reuse is lost
             log.warning("could not write LLM cache entry %s: %s", item.key, exc)
 
+    def abort_same(self, state: StageState, stage: str, result: ChatResult, n: int) -> None:
+        """Stop the stage (and the build): its every call so far failed the same way."""
+        reason = (result.error or "").rstrip(".")[:240]
+        state.fatal = True
+        state.aborted = (
+            f"Stage '{stage}' stopped because all {n} of its model calls to {result.backend}/"
+            f"{result.model} failed the same way ({reason}); fix the server or the model "
+            "settings and rerun."
+        )
+        log.error(state.aborted)
+
     def finish(
-        self, result: ChatResult, state: StageState, settings: LLMSettings, stage: str
+        self,
+        result: ChatResult,
+        state: StageState,
+        settings: LLMSettings,
+        stage: str,
+        *,
+        server_failure: bool = False,
+        systemic: bool = False,
     ) -> ChatResult:
-        """Feed the sliding error window; set the stage's abort message when it overflows."""
+        """Feed the sliding error window and the same-failure guard; set the stage's abort
+        message when either trips. ``server_failure``: the call failed at the transport or
+        server, not on the reply's content; ``systemic``: in a way that does not depend on
+        the item (a rejected request form, a wrong key or model, no connection), so
+        ``fail_fast_after`` alike with no success stop the stage before its shard ends."""
         if result.cached or result.error in (BUDGET_EXHAUSTED,) or state.aborted:
             return result
+        if result.ok:
+            state.ok += 1
+        elif server_failure and state.ok == 0:
+            if result.error == state.same_error:
+                state.same_count += 1
+            else:
+                state.same_error, state.same_count = result.error, 1
+            if systemic and state.same_count >= settings.fail_fast_after:
+                self.abort_same(state, stage, result, state.same_count)
+                return result
         failed = result.status == "error"
         state.errors += failed
         state.window.append(failed)
@@ -328,6 +393,13 @@ class Engine:
                 )
             state.calls += 1
             failure = sent.failure
+            if (
+                failure is not None
+                and failure.refused
+                and self.regenerate(item, settings, stage, build_seed)
+            ):
+                req = item.req
+                continue
             if failure is not None and failure.refused and item.refused_by is None:
                 other = fallback_model(settings.pool, spec, build_seed, stage, req.item_id)
                 if other is not None:
@@ -347,21 +419,63 @@ class Engine:
                 res = self.result(
                     item, status="error", error=failure.reason, retryable=failure.retryable
                 )
-                return self.finish(res, state, settings, stage)
+                server = not failure.refused
+                systemic = (
+                    failure.rejected
+                    or failure.status in (401, 403, 404)
+                    or failure.reason.startswith("connection error")
+                )
+                return self.finish(
+                    res, state, settings, stage, server_failure=server, systemic=systemic
+                )
             raw = sent.reply
             assert raw is not None
             self.charge(item, state, raw, batch=False)
+            item.output_mode = raw.output_mode or item.output_mode
             parsed, perr = parse_reply(raw.text, req.response_model)
-            if perr is None:
+            cut = raw.finish_reason == "length"
+            if perr is None and not (cut and req.response_model is None):
                 await self.store(item, cache, raw)
                 res = self.result(item, status="ok", text=raw.text, parsed=parsed)
                 return self.finish(res, state, settings, stage)
-            if repairs_used < settings.repair_retries:
+            if cut and item.grown < 1:  # once more with more room for the reply
+                item.grown += 1
+                room = max(int(req.max_tokens or settings.max_tokens) * settings.length_growth, 1)
+                req = item.req = dataclasses.replace(req, max_tokens=int(room))
+                item.key = self.make_item(req, spec).key
+                log.info(
+                    "%s cut item %s at max_tokens; again with %d", spec.label, req.item_id, room
+                )
+                continue
+            if not cut and repairs_used < settings.repair_retries:
                 repairs_used += 1
                 extra = [*extra, ("assistant", raw.text), ("user", repair_message(perr))]
                 continue
+            if self.regenerate(item, settings, stage, build_seed):
+                req, extra = item.req, []  # the repair turns stay spent
+                continue
+            if cut:
+                perr = (
+                    f"reply cut at max_tokens={req.max_tokens} (finish_reason length), also "
+                    f"after one retry with {settings.length_growth:g}x the room; raise the "
+                    "stage's llm.max_tokens"
+                )
             res = self.result(item, status="error", text=raw.text, error=perr, retryable=False)
             return self.finish(res, state, settings, stage)
+
+    def regenerate(self, item: _Item, settings: LLMSettings, stage: str, build_seed: int) -> bool:
+        """Ask the same model again with a new seed (a refusal or a cut / broken reply at
+        temperature > 0 is often transient), while ``settings.regenerations`` allows; the
+        count is recorded in the row."""
+        if item.regenerations >= settings.regenerations:
+            return False
+        item.regenerations += 1
+        req = item.req
+        seed = derive_seed(build_seed, stage, req.item_id, "regenerate-same", item.regenerations)
+        item.req = dataclasses.replace(req, seed=seed)
+        item.key = self.make_item(item.req, item.spec).key
+        log.info("%s: regenerating item %s (%d)", item.spec.label, req.item_id, item.regenerations)
+        return True
 
     def charge(self, item: _Item, state: StageState, raw: RawReply, *, batch: bool) -> None:
         cost = call_cost(item.spec, raw.input_tokens, raw.output_tokens, batch=batch)

@@ -92,4 +92,6 @@ def reply_from_response(resp: types.GenerateContentResponse, headers: dict[str, 
         input_tokens=int(usage.prompt_token_count or 0) if usage else 0,
         output_tokens=int(usage.candidates_token_count or 0) if usage else 0,
         headers=headers,
+        finish_reason="length" if reason == "MAX_TOKENS" else (reason.lower() or None),
+        output_mode="json_schema",
     )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
+import logging
+import re
 from typing import Any
 
 import openai
@@ -10,21 +14,46 @@ import openai
 from forenset.backends import apiloop
 from forenset.backends.llm.base import RawReply, Turns, image_mime
 from forenset.backends.llm.jsonout import json_schema_for
-from forenset.backends.llm.types import ChatRequest, LLMCallError, ModelSpec
+from forenset.backends.llm.types import OUTPUT_MODES, ChatRequest, LLMCallError, ModelSpec
 from forenset.backends.retry import error_from_status, openai_errors
 
 __all__ = ["OpenAIChat", "build_body", "error_from_status", "reply_from_completion"]
 
+log = logging.getLogger("forenset.llm")
+# a rejection about the response format (not about, say, the images): step the mode down
+_ABOUT_FORMAT = re.compile(r"response_format|json_schema|json_object|schema", re.IGNORECASE)
 
-def build_body(spec: ModelSpec, req: ChatRequest, extra: Turns) -> dict[str, Any]:
-    """The chat/completions JSON body (also one line of a Batch API input file)."""
-    content: list[dict[str, Any]] = [{"type": "text", "text": req.user}]
-    for img in req.images:
-        url = f"data:{image_mime(img)};base64,{base64.b64encode(img).decode('ascii')}"
-        content.append({"type": "image_url", "image_url": {"url": url}})
+
+def schema_instruction(req: ChatRequest) -> str:
+    """What the prompt says about the reply's form when the server does not enforce the schema
+    (every mode but json_schema): the schema itself, and JSON only."""
+    assert req.response_model is not None
+    schema = json.dumps(json_schema_for(req.response_model), separators=(",", ":"))
+    return (
+        "Reply with only one JSON object, no other text, that matches this JSON schema:\n" + schema
+    )
+
+
+def build_body(
+    spec: ModelSpec, req: ChatRequest, extra: Turns, mode: str = "json_schema"
+) -> dict[str, Any]:
+    """The chat/completions JSON body (also one line of a Batch API input file).
+
+    Text-only user content is a plain string (text chat templates, e.g. llama.cpp's, reject a
+    list of parts); with images it is a list of parts. ``mode`` (OUTPUT_MODES) says how
+    structured output is asked for."""
+    content: str | list[dict[str, Any]] = req.user
+    if req.images:
+        content = [{"type": "text", "text": req.user}]
+        for img in req.images:
+            url = f"data:{image_mime(img)};base64,{base64.b64encode(img).decode('ascii')}"
+            content.append({"type": "image_url", "image_url": {"url": url}})
+    system = req.system
+    if req.response_model is not None and mode != "json_schema":
+        system = f"{system}\n\n{schema_instruction(req)}" if system else schema_instruction(req)
     messages: list[dict[str, Any]] = []
-    if req.system:
-        messages.append({"role": "system", "content": req.system})
+    if system:
+        messages.append({"role": "system", "content": system})
     messages.append({"role": "user", "content": content})
     messages += [{"role": role, "content": text} for role, text in extra]
     body: dict[str, Any] = {
@@ -36,7 +65,7 @@ def build_body(spec: ModelSpec, req: ChatRequest, extra: Turns) -> dict[str, Any
         body["max_tokens"] = req.max_tokens
     if req.seed is not None:
         body["seed"] = req.seed
-    if req.response_model is not None:
+    if req.response_model is not None and mode == "json_schema":
         body["response_format"] = {
             "type": "json_schema",
             "json_schema": {
@@ -45,6 +74,11 @@ def build_body(spec: ModelSpec, req: ChatRequest, extra: Turns) -> dict[str, Any
                 "strict": False,
             },
         }
+    elif req.response_model is not None and mode == "json_object_schema":
+        schema = json_schema_for(req.response_model)
+        body["response_format"] = {"type": "json_object", "schema": schema}
+    elif req.response_model is not None and mode == "json_object":
+        body["response_format"] = {"type": "json_object"}
     body.update(spec.params)
     return body
 
@@ -65,19 +99,30 @@ def reply_from_completion(obj: Any, headers: dict[str, str]) -> RawReply:
         input_tokens=int(usage.prompt_tokens) if usage else 0,
         output_tokens=int(usage.completion_tokens) if usage else 0,
         headers=headers,
+        finish_reason=choice.finish_reason,
     )
 
 
 class OpenAIChat:
-    """Chat completions through the process's shared AsyncOpenAI clients (SDK retries off)."""
+    """Chat completions through the process's shared AsyncOpenAI clients (SDK retries off).
+
+    The structured-output mode is negotiated per (base_url, model) and process: a spec's
+    ``structured_output`` when set, else json_schema first, stepping down OUTPUT_MODES each
+    time the server rejects the format (HTTP 4xx, or a 500 that is a request validation
+    error). Until a model's mode is known its requests go one at a time, so a server that
+    rejects json_schema sees one rejected request, not one per concurrent item."""
 
     name = "openai"
+
+    def __init__(self) -> None:
+        self.modes: dict[tuple[str, str], str] = {}  # (base_url, model) -> confirmed mode
+        self.locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     def client(self, spec: ModelSpec) -> openai.AsyncOpenAI:
         return apiloop.openai_client(spec)
 
-    async def complete(self, spec: ModelSpec, req: ChatRequest, extra: Turns) -> RawReply:
-        body = build_body(spec, req, extra)
+    async def send(self, spec: ModelSpec, req: ChatRequest, extra: Turns, mode: str) -> RawReply:
+        body = build_body(spec, req, extra, mode)
         params = {k: body.pop(k) for k in list(spec.params)}
         client = self.client(spec)
         with openai_errors(spec.timeout_s):
@@ -85,4 +130,40 @@ class OpenAIChat:
                 **body, extra_body=params or None
             )
             obj = raw.parse()
-        return reply_from_completion(obj, dict(raw.headers))
+        reply = reply_from_completion(obj, dict(raw.headers))
+        reply.output_mode = mode if req.response_model is not None else None
+        return reply
+
+    async def complete(self, spec: ModelSpec, req: ChatRequest, extra: Turns) -> RawReply:
+        if req.response_model is None:
+            return await self.send(spec, req, extra, "json_schema")
+        if spec.structured_output != "auto":
+            return await self.send(spec, req, extra, spec.structured_output)
+        key = (spec.base_url or "", spec.model)
+        if key in self.modes:
+            return await self.send(spec, req, extra, self.modes[key])
+        lock = self.locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            i = 0
+            while True:
+                mode = self.modes.get(key, OUTPUT_MODES[i])
+                try:
+                    reply = await self.send(spec, req, extra, mode)
+                except LLMCallError as exc:
+                    if (
+                        key in self.modes
+                        or not (exc.rejected and _ABOUT_FORMAT.search(exc.reason))
+                        or i + 1 >= len(OUTPUT_MODES)
+                    ):
+                        raise
+                    log.info(
+                        "%s rejected %s output (%s); trying %s",
+                        spec.label,
+                        mode,
+                        exc.reason,
+                        OUTPUT_MODES[i + 1],
+                    )
+                    i += 1
+                    continue
+                self.modes[key] = mode
+                return reply

@@ -10,6 +10,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from forenset.confbase import operational
+from forenset.errors import ModelServiceError
+
+# How a request asks for structured output, most to least enforced by the server:
+# json_schema (OpenAI, vLLM, SGLang), json_object with a "schema" (llama.cpp servers),
+# json_object (the schema in the prompt), prompt (no response_format; the reply validated).
+OUTPUT_MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
 
 
 @dataclass
@@ -87,6 +93,8 @@ class ChatResult:
     cache_key: str = ""
     batch_id: str | None = None
     refused_by: str | None = None  # backend/model that refused before another pool model answered
+    output_mode: str | None = None  # how structured output was asked for (see OUTPUT_MODES)
+    regenerations: int = 0  # same-model re-asks after a refusal or a cut reply
 
     @property
     def ok(self) -> bool:
@@ -138,6 +146,11 @@ class ModelSpec(BaseModel):
     prefect_rate_limit: str | None = operational(None)  # name of a Prefect global concurrency limit
     # models that share one provider limit (one self-hosted server) pace through one limiter
     rate_group: str | None = operational(None)
+    # how structured output is asked for (OUTPUT_MODES); "auto" starts with json_schema and
+    # steps down when the server rejects the format (llama.cpp: json_object + schema)
+    structured_output: Literal[
+        "auto", "json_schema", "json_object_schema", "json_object", "prompt"
+    ] = operational("auto")
     params: dict[str, Any] = Field(default_factory=dict)  # extra body / config fields
 
     @property
@@ -155,6 +168,17 @@ class LLMSettings(BaseModel):
     backoff_base_s: float = operational(0.5, ge=0)
     backoff_max_s: float = operational(30.0, ge=0)
     repair_retries: int = Field(1, ge=0)  # invalid JSON / schema -> show the model the error
+    # output room per request when the stage sets none; a reply cut there (finish_reason
+    # length) is asked again once with length_growth x the room, then is an error row
+    max_tokens: int = Field(1024, ge=1)
+    length_growth: float = operational(2.0, ge=1)
+    # same-model re-asks (new seed) after a refusal or a cut reply, before the pool fallback
+    regenerations: int = operational(2, ge=0)
+    # a stage whose calls all fail the same way at the server, with no success yet, stops the
+    # build (one sentence, non-zero exit) instead of writing error rows: after N alike when
+    # the failure cannot depend on the item (rejected request form, wrong key or model, no
+    # connection), else when a shard's every call failed alike
+    fail_fast_after: int = operational(3, ge=1)
     max_error_rate: float = operational(0.5, ge=0, le=1)  # over the sliding window
     error_window: int = operational(20, ge=1)
     budget_usd: float | None = operational(None, ge=0)  # per stage and process; None = no cap
@@ -180,8 +204,10 @@ class LLMCallError(Exception):
         throttled: bool = False,
         headers: dict[str, str] | None = None,
         refused: bool = False,
+        rejected: bool = False,
     ) -> None:
         super().__init__(reason)
+        self.rejected = rejected  # the server refused the request's form (not retryable)
         self.refused = refused  # the model declined (content policy): another model may not
         self.reason = reason
         self.retryable = retryable
@@ -197,3 +223,8 @@ class StageAborted(RuntimeError):
 
 class ErrorRateExceeded(StageAborted):
     """Too many failed items in the sliding window; the message is one sentence."""
+
+
+class SameFailure(StageAborted, ModelServiceError):
+    """Every call of a stage failed the same way at the server (it rejects the requests or
+    is down): the build stops with this one sentence (a ConfigurationError: non-zero exit)."""

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from forenset.backends.scorers.encoders import LocalModelScorer, max_tokens
+from forenset.backends.scorers.encoders import LocalModelScorer, max_tokens, transformers_names
 from forenset.backends.scorers.types import Score, null_score
 
 METRIC = "bertscore_f1"
@@ -88,7 +88,7 @@ class BertScorer(LocalModelScorer):
         self.idf = idf
 
     def _load_model(self, path: Path) -> Any:
-        from transformers import AutoModel
+        (AutoModel,) = transformers_names("AutoModel")
 
         model = AutoModel.from_pretrained(str(path), local_files_only=True)
         n = int(model.config.num_hidden_layers)

@@ -7,10 +7,15 @@ and a path pins exactly which weights computed a number). A path that is not a f
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from forenset.errors import ConfigurationError
+from forenset.runtime import HF_LOCK, transformers_names
+
+__all__ = ["LocalModelScorer", "SentenceConfig", "max_tokens", "transformers_names"]
 
 
 def local_model_dir(path: str | Path, what: str) -> Path:
@@ -25,8 +30,7 @@ def local_model_dir(path: str | Path, what: str) -> Path:
 
 def load_tokenizer(path: Path, what: str) -> Any:
     """AutoTokenizer from a local folder only (``local_files_only=True``)."""
-    from transformers import AutoTokenizer
-
+    (AutoTokenizer,) = transformers_names("AutoTokenizer")
     try:
         return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as exc:
@@ -54,8 +58,10 @@ class LocalModelScorer:
     def _load(self) -> None:
         if self._model is not None or self.path is None:
             return
-        self._tok = load_tokenizer(self.path, self.what)
-        self._model = self._load_model(self.path).to(self.device).eval()
+        with HF_LOCK:  # one load per scorer, whichever thread asks first
+            if self._model is None:
+                self._tok = load_tokenizer(self.path, self.what)
+                self._model = self._load_model(self.path).to(self.device).eval()
 
     def _load_model(self, path: Path) -> Any:
         """The model from ``path`` (local files only), checked for this metric."""
@@ -71,3 +77,59 @@ def max_tokens(tokenizer: Any, model: Any) -> int:
         offset = 2 if getattr(model.config, "model_type", "") in {"roberta", "xlm-roberta"} else 0
         limit = min(limit, pos - offset)
     return max(limit, 2)
+
+
+POOLINGS = ("mean", "cls", "max", "mean_sqrt_len")
+
+
+@dataclass(frozen=True)
+class SentenceConfig:
+    """A sentence-transformers folder's own settings (sentence_bert_config.json,
+    1_Pooling/config.json, modules.json): all-MiniLM-L6-v2 was trained and is evaluated at
+    max_seq_length 256 with mean pooling and a Normalize module, so its embeddings are only
+    the published ones when encoded the same way. A plain transformers folder has none."""
+
+    max_seq_length: int | None = None
+    pooling: str = "mean"
+    normalize: bool = False
+    do_lower_case: bool = False
+
+    @classmethod
+    def read(cls, folder: Path) -> SentenceConfig:
+        def load(name: str) -> dict[str, Any]:
+            f = folder / name
+            try:
+                return json.loads(f.read_text()) if f.is_file() else {}
+            except (OSError, ValueError) as exc:
+                raise ConfigurationError(f"{f} cannot be read: {exc}") from exc
+
+        bert = load("sentence_bert_config.json")
+        modules = load("modules.json") or []
+        pool_dir = next(
+            (m.get("path") for m in modules if str(m.get("type", "")).endswith(".Pooling")),
+            "1_Pooling",
+        )
+        pool = load(f"{pool_dir}/config.json") if pool_dir else {}
+        pooling = "mean"
+        for mode in ("cls_token", "max_tokens", "mean_sqrt_len_tokens", "mean_tokens"):
+            if pool.get(f"pooling_mode_{mode}"):
+                pooling = {"cls_token": "cls", "max_tokens": "max",
+                           "mean_sqrt_len_tokens": "mean_sqrt_len", "mean_tokens": "mean"}[mode]  # fmt: skip
+                break
+        seq = bert.get("max_seq_length")
+        return cls(
+            max_seq_length=int(seq) if seq else None,
+            pooling=pooling,
+            normalize=any(str(m.get("type", "")).endswith(".Normalize") for m in modules),
+            do_lower_case=bool(bert.get("do_lower_case", False)),
+        )
+
+    def pool(self, hidden: Any, mask: Any) -> Any:
+        """Sentence vectors from last hidden states (batch, tokens, dim) and the attention mask."""
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        if self.pooling == "cls":
+            return hidden[:, 0]
+        if self.pooling == "max":
+            return hidden.masked_fill(m == 0, -1e9).max(1).values
+        summed, n = (hidden * m).sum(1), m.sum(1).clamp(min=1e-9)
+        return summed / (n.sqrt() if self.pooling == "mean_sqrt_len" else n)

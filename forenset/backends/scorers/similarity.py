@@ -2,8 +2,11 @@
 
 FakeBench (§4.1) reports "Sim.": the cosine similarity of the two texts' sentence embeddings.
 The encoder is loaded from a local folder (a Sentence-BERT model such as all-MiniLM-L6-v2 keeps
-its transformer in the folder root): texts are embedded by mean pooling of the last hidden states
-over the attention mask, as Sentence-BERT does, and compared by cosine. Without a model path the
+its transformer in the folder root): texts are embedded as sentence-transformers does with that
+folder's own settings (``SentenceConfig``: max_seq_length, pooling, normalisation; a plain
+transformers folder gets mean pooling at the model's own length limit), and compared by cosine.
+The length matters: all-MiniLM-L6-v2 says 256 tokens, and truncating a 394-token reply at 512
+instead gave 0.638 where sentence-transformers gives 0.751. Without a model path the
 score is null with the reason, never a made-up number. An empty prediction scores 0.
 """
 
@@ -15,7 +18,12 @@ from typing import Any
 
 import torch
 
-from forenset.backends.scorers.encoders import LocalModelScorer, max_tokens
+from forenset.backends.scorers.encoders import (
+    LocalModelScorer,
+    SentenceConfig,
+    max_tokens,
+    transformers_names,
+)
 from forenset.backends.scorers.types import Score, null_score
 
 METRIC = "similarity"
@@ -29,14 +37,20 @@ class SentenceSimilarityScorer(LocalModelScorer):
     what = "sentence similarity"
 
     def _load_model(self, path: Path) -> Any:
-        from transformers import AutoModel
-
+        (AutoModel,) = transformers_names("AutoModel")
+        self.sentence = SentenceConfig.read(path)
         return AutoModel.from_pretrained(str(path), local_files_only=True)
+
+    def max_length(self) -> int:
+        """The model's limit, or the folder's max_seq_length when it sets a shorter one."""
+        limit = max_tokens(self._tok, self._model)
+        seq = self.sentence.max_seq_length
+        return min(limit, seq) if seq else limit
 
     def embed(self, texts: Sequence[str]) -> torch.Tensor:
         """Unit sentence vectors, one row per text, ``batch_size`` texts per pass."""
         self._load()
-        limit = max_tokens(self._tok, self._model)
+        limit = self.max_length()
         out = []
         with torch.inference_mode():
             for start in range(0, len(texts), self.batch_size):
@@ -46,8 +60,7 @@ class SentenceSimilarityScorer(LocalModelScorer):
                 )
                 enc = {k: v.to(self.device) for k, v in enc.items()}
                 h = self._model(**enc).last_hidden_state.float()
-                mask = enc["attention_mask"].unsqueeze(-1).float()
-                pooled = (h * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                pooled = self.sentence.pool(h, enc["attention_mask"])
                 out.append(torch.nn.functional.normalize(pooled, dim=-1).cpu())
         return torch.cat(out) if out else torch.zeros(0, 0)
 

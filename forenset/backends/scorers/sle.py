@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from forenset.backends.scorers.encoders import LocalModelScorer, max_tokens
+from forenset.backends.scorers.encoders import LocalModelScorer, max_tokens, transformers_names
 from forenset.backends.scorers.types import Score, null_score
 from forenset.errors import ConfigurationError
 
@@ -47,7 +47,9 @@ class SleScorer(LocalModelScorer):
     what = "SLE"
 
     def _load_model(self, path: Path) -> Any:
-        from transformers import AutoModelForSequenceClassification
+        (AutoModelForSequenceClassification,) = transformers_names(
+            "AutoModelForSequenceClassification"
+        )
 
         model = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
         if int(model.config.num_labels) != 1:

