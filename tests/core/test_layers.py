@@ -28,6 +28,8 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.text",
         "forenset.perturbations",
         "forenset.readers",
+        "forenset.paths",
+        "forenset.redact",
     ),
     ("forenset.store.run_store", "forenset.store"),
     ("forenset.stages",),
