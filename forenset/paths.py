@@ -228,13 +228,22 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-__all__ = [
-    "DEFAULT_MAX_BYTES",
-    "InputRefused",
-    "ReadPolicy",
-    "check",
-    "host_refusal",
-    "read_bytes",
-    "read_local",
-    "read_text_file",
-]
+RUN_MARKERS = ("state.json", "config.yaml", "stages")
+
+
+def run_dir_problem(run_dir: str) -> str | None:
+    """Why ``run_dir`` cannot be read as a run (missing, a file, a folder no build wrote), as
+    one sentence for the CLI, or None. Remote URIs are checked by the store when read."""
+    if "://" in run_dir and not run_dir.startswith("file://"):
+        return None
+    p = _local(run_dir)
+    if not os.path.exists(p):
+        return f"run directory {run_dir} does not exist"
+    if not os.path.isdir(p):
+        return f"{run_dir} is a file, not a run directory"
+    if not any(os.path.exists(os.path.join(p, m)) for m in RUN_MARKERS):
+        return (
+            f"{run_dir} is not a forenset run directory (no state.json, config.yaml or stages/): "
+            "run `forenset build` first"
+        )
+    return None

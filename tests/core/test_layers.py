@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.readers",
         "forenset.paths",
         "forenset.redact",
+        "forenset.strict",
     ),
     ("forenset.store.run_store", "forenset.store"),
     ("forenset.stages",),
