@@ -14,7 +14,7 @@ from pydantic import Field
 
 from forenset import paths, readers
 from forenset.confbase import Strict, operational
-from forenset.errors import ConfigurationError
+from forenset.errors import ConfigurationError, resource_exhausted, transient
 from forenset.images import BadImage, encode_png, normalise
 from forenset.schemas.sources import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec, StageRowError, dumps
@@ -303,8 +303,12 @@ class Sources(RowStage):
                 if key:
                     fresh[key] = sha
             except (OSError, StageRowError, KeyError, IndexError) as e:
+                if resource_exhausted(e):
+                    raise  # out of descriptors or memory while planning: stop, rerun later
                 sha = hashlib.sha256(f"unreadable:{it['uri']}".encode()).hexdigest()
                 it["read_error"] = str(e)
+                if transient(e):  # an I/O error of a flaky mount: retried by the next build
+                    it["read_retryable"] = True
             it["sha256"] = sha
             it["image_id"] = f"img-{sha[:16]}"
             if sha in seen:
@@ -368,7 +372,9 @@ class Sources(RowStage):
             "model": "pillow",
         }
         if it.get("read_error"):
-            raise StageRowError(f"cannot read {it['uri']}: {it['read_error']}")
+            raise StageRowError(
+                f"cannot read {it['uri']}: {it['read_error']}", bool(it.get("read_retryable"))
+            )
         if it.get("duplicate_of"):
             raise StageRowError(f"duplicate of {it['duplicate_of']} (identical bytes)")
         data = self.read_item(it)

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from forenset import paths, readers
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
 from forenset.confbase import Strict
-from forenset.errors import ConfigurationError
+from forenset.errors import ConfigurationError, resource_exhausted, transient
 from forenset.images import BadImage, normalise
 
 MAX_PIXELS = 40_000_000
@@ -252,8 +252,8 @@ class ExternalImports:
         params = {"row": rec["row"], "edited": rec["edited"], "source": rec["source"]}
         model = rec["generator"] or "unknown"
 
-        def fail(msg: str) -> ImageResult:
-            return ImageResult(None, "error", msg, False, time.perf_counter() - t0, model)
+        def fail(msg: str, retryable: bool = False) -> ImageResult:
+            return ImageResult(None, "error", msg, retryable, time.perf_counter() - t0, model)
 
         if not rec["instruction"]:
             return fail(f"row {rec['row']} has no instruction")
@@ -266,7 +266,10 @@ class ExternalImports:
         except FileNotFoundError:
             return fail(f"edited image {rec['edited']} does not exist")
         except (OSError, KeyError, IndexError) as e:
-            return fail(f"edited image {rec['edited']} cannot be read: {e}")
+            if resource_exhausted(e):
+                raise  # out of descriptors or memory: the shard fails and is redone
+            # an I/O error of a flaky mount is retried by the next build, never terminal
+            return fail(f"edited image {rec['edited']} cannot be read: {e}", transient(e))
         try:
             edited = normalise(data, max_side=1 << 30, max_pixels=MAX_PIXELS)
         except BadImage as e:
