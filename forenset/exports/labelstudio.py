@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from forenset.exports.data import write_atomic, write_images
+from forenset.schemas.annotations import SCHEMA
 from forenset.store.run_store import RunStore, ShardInfo
 from forenset.strict import finite, strict_bool
 from forenset.text.taxonomy import load_taxonomy
@@ -181,35 +182,7 @@ def export_labelstudio(
 
 # -- import ----------------------------------------------------------------------------------
 
-ANNOTATIONS_SCHEMA = pa.schema(
-    [
-        pa.field("annotation_row_id", pa.string(), nullable=False),
-        pa.field("task_id", pa.int64()),
-        pa.field("annotation_id", pa.int64()),
-        pa.field("sample_id", pa.string()),
-        pa.field("task", pa.string()),  # triage | bbox | other (from the control name)
-        pa.field("annotator", pa.string()),
-        pa.field("result_type", pa.string()),
-        pa.field("choice", pa.string()),
-        pa.field("rect_label", pa.string()),
-        pa.field("x", pa.float64()),  # box as fractions of the image
-        pa.field("y", pa.float64()),
-        pa.field("w", pa.float64()),
-        pa.field("h", pa.float64()),
-        pa.field("rotation", pa.float64()),  # degrees, about the box's top-left corner (LS)
-        pa.field("region_id", pa.string()),  # LS result id; forenset's "<sample>-<diff id>"
-        pa.field("difference_id", pa.string()),  # the diff a kept pre-annotation came from
-        pa.field("origin", pa.string()),  # prediction | prediction-changed | drawn
-        pa.field("region_text", pa.string()),  # the per-region "why" explanation
-        pa.field("was_cancelled", pa.bool_()),
-        pa.field("created_at", pa.string()),
-        pa.field("lead_time", pa.float64()),
-        pa.field("simulated", pa.bool_()),  # rows written by a simulated annotator
-        pa.field("source_file_hash", pa.string()),
-        pa.field("status", pa.string(), nullable=False),
-        pa.field("error", pa.string()),
-    ]
-)
+ANNOTATIONS_SCHEMA = SCHEMA  # forenset/schemas/annotations.py (typed empty views need it)
 _TASK_BY_CONTROL = {"triage": "triage", "anomaly": "bbox", "why": "bbox"}
 _ORIGINS = {"prediction": "prediction", "prediction-changed": "prediction-changed"}
 
