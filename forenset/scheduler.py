@@ -225,6 +225,9 @@ class Scheduler:
         self.plan_children(spec.stage, info)
 
     def failed(self, spec: ShardSpec, error: str, fatal: bool = False) -> None:
+        from forenset.redact import redact
+
+        error = redact(error)  # printed by the CLI and kept in stats: no secret in it
         st = self.stats[spec.stage]
         st.failed += 1
         st.failures.append(f"{spec.key()}: {error}")
