@@ -438,12 +438,15 @@ def run_samples(store: RunStore) -> set[str] | None:
     if not store.manifest("splits"):
         return None
     con = connect(store, ["splits"])
-    return {
-        r[0]
-        for r in con.execute(
-            "SELECT sample_id FROM splits WHERE status = 'ok' AND label = 'fake'"
-        ).fetchall()
-    }
+    try:  # closed here, not at interpreter exit (DuckDB can abort a process there)
+        return {
+            r[0]
+            for r in con.execute(
+                "SELECT sample_id FROM splits WHERE status = 'ok' AND label = 'fake'"
+            ).fetchall()
+        }
+    finally:
+        con.close()
 
 
 def exported_samples(tasks_file: Path | None) -> set[str] | None:
