@@ -246,4 +246,15 @@ def run_dir_problem(run_dir: str) -> str | None:
             f"{run_dir} is not a forenset run directory (no state.json, config.yaml or stages/): "
             "run `forenset build` first"
         )
+    cfg = os.path.join(p, "config.yaml")
+    if os.path.lexists(cfg):  # the saved config every reader of the run may need
+        import yaml
+
+        try:
+            doc = yaml.safe_load(read_text_file(cfg, 16 * 1024 * 1024))
+        except (OSError, yaml.YAMLError) as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            return f"{cfg} is not a readable build config ({first})"
+        if not isinstance(doc, dict):
+            return f"{cfg} does not hold a build config (a mapping)"
     return None

@@ -30,10 +30,17 @@ from forenset.store.run_store import RunStore
 def build_seed(store: RunStore) -> int:
     """The seed of the build that wrote the run directory (0 when no config was saved)."""
     try:
-        cfg = yaml.safe_load(store.read_bytes("config.yaml")) or {}
+        cfg = yaml.safe_load(store.read_bytes("config.yaml").decode("utf-8")) or {}
     except FileNotFoundError:
         return 0
-    return int(cfg.get("seed", 0) or 0)
+    except (UnicodeDecodeError, yaml.YAMLError) as e:
+        raise ValueError(
+            f"{store.path('config.yaml')} is not a readable build config ({e})"
+        ) from None
+    seed = cfg.get("seed", 0) if isinstance(cfg, dict) else None
+    if isinstance(seed, bool) or not isinstance(seed, int | type(None)):
+        raise ValueError(f"{store.path('config.yaml')} holds no integer seed")
+    return int(seed or 0)
 
 
 def drop_missing_images(

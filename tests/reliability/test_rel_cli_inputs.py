@@ -66,6 +66,17 @@ def test_folder_that_is_not_a_run(places):
     assert os.listdir(empty) == []  # nothing was written into it
 
 
+def test_run_with_a_binary_saved_config(tmp_path, places):
+    _, _, gold = places
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "state.json").write_text("{}")
+    (run / "config.yaml").write_bytes(bytes(range(256)))
+    for args in (("status", str(run)), ("report", str(run)), ("import-gold", str(run), str(gold)),
+                 ("split", str(run), "--holdout", "x")):  # fmt: skip
+        one_sentence(invoke(*args), 2, "is not a readable build config")
+
+
 def test_bad_config_files(tmp_path):
     binary = tmp_path / "bin.yaml"
     binary.write_bytes(bytes(range(256)) * 3)
