@@ -35,7 +35,8 @@ KEY_SHAPES = (
     r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack
     r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key id
     r"\br8_[A-Za-z0-9]{20,}",  # Replicate
-    r"\b(?i:bearer)\s+[A-Za-z0-9_\-.=:/+]{12,}",
+    # an HTTP bearer token (with a digit, so "bearer responsibilities" in a caption stays)
+    r"\bBearer\s+[A-Za-z0-9_\-.=:/+]{3,}[0-9][A-Za-z0-9_\-.=:/+]*",
 )
 
 
