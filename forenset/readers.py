@@ -195,10 +195,15 @@ def coco_records(uri: str) -> list[dict[str, Any]]:
     if not fs.isfile(path):
         raise ConfigurationError(f"COCO caption file {uri} does not exist")
     try:
-        with fs.open(path, "rt") as f:
-            doc = json.load(f)
+        if "://" not in uri or uri.startswith("file://"):  # a regular file, capped
+            doc = json.loads(read_text_file(uri.removeprefix("file://")))
+        else:
+            with fs.open(path, "rt") as f:
+                doc = json.load(f)
         images = doc["images"]
-    except (ValueError, KeyError, TypeError) as e:
+    except OSError as e:
+        raise ConfigurationError(f"COCO caption file {uri} cannot be read: {e}") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
         raise ConfigurationError(f"{uri} is not COCO caption JSON: {e!r}") from None
     licences = {
         lic.get("id"): lic.get("name") or lic.get("url")

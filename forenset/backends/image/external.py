@@ -183,8 +183,8 @@ def listing_id(generator: Any) -> str:
             h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
         return h.hexdigest()[:16]
     table = listing_table(opts)
-    try:
-        h.update(readers.read_uri(table))
+    try:  # a regular file only (a FIFO named metadata.csv must not hang the build)
+        h.update(readers.read_uri(table, paths.ReadPolicy((table,), True, True)))
     except OSError:
         h.update(b"missing")
     return h.hexdigest()[:16]
