@@ -156,7 +156,7 @@ def install_log_redaction() -> None:
         if any(p in msg for p in PROMPT_ECHOES):
             msg = TRUNCATED
         clean = redact(msg)
-        if clean != msg or rec.args:
+        if clean != msg:  # records without a secret keep their msg and args as they were
             rec.msg, rec.args = clean, ()
         return rec
 
