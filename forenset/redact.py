@@ -153,9 +153,7 @@ def install_log_redaction() -> None:
             msg = rec.getMessage()
         except Exception:  # noqa: BLE001 - a broken format string is the logger's business
             return rec
-        if any(p in msg for p in PROMPT_ECHOES):
-            msg = TRUNCATED
-        clean = redact(msg)
+        clean = TRUNCATED if any(p in msg for p in PROMPT_ECHOES) else redact(msg)
         if clean != msg:  # records without a secret keep their msg and args as they were
             rec.msg, rec.args = clean, ()
         return rec
