@@ -239,3 +239,29 @@ def test_over_long_csv_cell_is_one_sentence(tmp_path, external_entry_point):
         run_local(config(tmp_path, str(d)))
     msg = str(e.value)
     assert "line 2" in msg and "131072 characters" in msg and "\n" not in msg.strip()
+
+
+def test_read_policy_units(tmp_path):
+    """The policy on its own: private and link-local hosts stay refused with remote reads on,
+    fsspec roots contain their own paths only, `..` cannot climb out of a remote root."""
+    from forenset import paths
+
+    remote = paths.ReadPolicy((), allow_remote=True)
+    for url in ("http://169.254.169.254/latest/meta-data", "http://10.0.0.7/x.png",
+                "http://localhost:8080/x.png", "https://[::1]/x.png", "http://0.0.0.0/x"):  # fmt: skip
+        with pytest.raises(paths.InputRefused, match="non-public address"):
+            paths.check(url, remote)
+    with pytest.raises(paths.InputRefused, match="remote reads are off"):
+        paths.check("https://example.org/x.png", paths.ReadPolicy(()))
+    assert paths.check("http://127.0.0.1/x.png", paths.ReadPolicy((), True, True))
+    mem = paths.ReadPolicy(("memory://bucket/photos",))
+    assert paths.check("memory://bucket/photos/a.png", mem)
+    for bad in ("memory://bucket/photos/../secret.png", "memory://bucket/photos2/a.png",
+                "s3://bucket/photos/a.png"):  # fmt: skip
+        with pytest.raises(paths.InputRefused, match="outside"):
+            paths.check(bad, mem)
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * 2048)
+    with pytest.raises(paths.InputRefused, match="larger than the 1024-byte cap"):
+        paths.read_bytes(str(big), paths.ReadPolicy((str(tmp_path),), max_bytes=1024))
+    assert len(paths.read_bytes(str(big), paths.ReadPolicy((str(tmp_path),)))) == 2048
