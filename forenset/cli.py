@@ -23,6 +23,26 @@ console = Console(width=None if sys.stdout.isatty() else 150)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 150)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from forenset import __version__
+
+        console.print(f"forenset {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Build datasets for explainable AI-generated image detection."""
+
+
 def fail(message: str, code: int = 2) -> None:
     err.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
@@ -108,6 +128,10 @@ def build(
         cfg = load_config(config)
     except ConfigError as e:
         fail(str(e))
+    from forenset.redact import install_log_redaction, remember_config
+
+    remember_config(cfg)  # the keys the config names never reach the log (forenset.redact)
+    install_log_redaction()
     run_uri = run_dir or cfg.run_dir
     n = _nothing_to_do(run_uri, cfg, retry_errors)
     if n is not None:  # decided before Prefect is imported: no server, no flow run
@@ -234,7 +258,12 @@ def split(
     store = _open(run_dir)
     if not store.exists("config.yaml"):
         fail(f"{run_dir} has no config.yaml: build it first")
-    data = yaml.safe_load(store.read_bytes("config.yaml"))
+    try:
+        data = yaml.safe_load(store.read_bytes("config.yaml").decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as e:
+        fail(f"{run_dir}/config.yaml is not a readable build config ({e})")
+    if not isinstance(data, dict):
+        fail(f"{run_dir}/config.yaml does not hold a build config (a mapping)")
     sp = data.setdefault("splits", {})
     if holdout is not None:
         sp["holdout_families"] = [h.strip() for h in holdout.split(",") if h.strip()]
@@ -256,8 +285,19 @@ def split(
             f"unknown generator famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})"
         )
     from forenset.flows.build import run_build
+    from forenset.scheduler import BuildFailed, BuildInterrupted
+    from forenset.store.run_store import RunLockedError
 
-    result = run_build(run_dir, cfg)
+    try:
+        result = run_build(run_dir, cfg)
+    except RunLockedError as e:  # a build is running on this run dir
+        fail(str(e))
+    except BuildInterrupted as e:
+        fail(f"{e} (run directory {run_dir})", code=130)
+    except BuildFailed as e:
+        fail(f"split stopped: {e}", code=1)
+    except OSError as e:
+        fail(f"cannot write to run directory {run_dir}: {e.strerror or e}")
     ran = {k: v["run"] for k, v in result["stages"].items() if v["run"]}
     console.print(
         f"Splits regenerated: holdout={cfg.splits.holdout_families} fractions={dict(cfg.splits.fractions)}"
@@ -374,11 +414,31 @@ def eval_(
 
 
 def _open(run_dir: str):
+    """The run's store, or one sentence and exit 2 when ``run_dir`` is missing, a file, or a
+    folder no build wrote (``status``/``query`` there would print an empty, successful run)."""
+    from forenset.paths import run_dir_problem
     from forenset.store.run_store import RunStore
 
-    if "://" not in run_dir and not Path(run_dir).exists():
-        fail(f"run directory {run_dir} does not exist")
+    problem = run_dir_problem(run_dir)
+    if problem:
+        fail(problem)
     return RunStore(run_dir)
+
+
+def _read_yaml(path: Path, what: str):
+    """A user's YAML file (an --evaluator or --judge pool) or one sentence and exit 2: not a
+    regular UTF-8 file, not YAML, a repeated key."""
+    import yaml
+
+    from forenset.paths import read_text_file
+    from forenset.strict import load_yaml
+
+    try:
+        return load_yaml(read_text_file(path, 16 * 1024 * 1024))
+    except OSError as e:
+        fail(f"{what} {path} cannot be read: {e.strerror or e}")
+    except yaml.YAMLError as e:
+        fail(f"{what} {path} is not valid YAML ({str(e).splitlines()[0]})")
 
 
 @app.command()
@@ -413,9 +473,11 @@ def query(
     elif format == "csv":
         import csv
 
+        from forenset.strict import csv_safe
+
         w = csv.writer(sys.stdout)
-        w.writerow(cols)
-        w.writerows(rows)
+        w.writerow([csv_safe(c) for c in cols])
+        w.writerows([csv_safe(v) for v in r] for r in rows)
     else:
         t = Table(show_lines=False)
         for c in cols:
@@ -490,14 +552,17 @@ def import_gold_(
         fail(str(e))
     ev = None
     if evaluator is not None:
-        import yaml
+        from pydantic import ValidationError
 
         from forenset.backends.llm.cache import ResponseCache
         from forenset.backends.llm.types import LLMSettings
         from forenset.backends.scorers.entity_evidence import ModelEntityEvidenceEvaluator
         from forenset.exports.api import build_seed
 
-        settings = LLMSettings.model_validate(yaml.safe_load(evaluator.read_text()))
+        try:
+            settings = LLMSettings.model_validate(_read_yaml(evaluator, "--evaluator"))
+        except ValidationError as e:
+            fail(f"--evaluator {evaluator}: {str(e).splitlines()[0]}")
         ev = ModelEntityEvidenceEvaluator(
             settings,
             build_seed=build_seed(store),
@@ -614,7 +679,16 @@ def main() -> None:
     # the sub-apps import the perturbation catalogue and exporters (~0.5 s): only when needed
     if len(sys.argv) < 2 or sys.argv[1] not in CORE_COMMANDS:
         _mount_subapps()
-    app()
+    try:
+        app()
+    except (OSError, UnicodeDecodeError, ValueError, RuntimeError) as e:
+        # the last net under every command: bad input answers with one sentence, exit 2
+        # (programming errors of other kinds still show their traceback)
+        from forenset.redact import redact
+
+        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        err.print(f"[bold red]error:[/] {redact(text)}")
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -177,15 +177,25 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
     return f"Invalid config {source}: {msg}{more}."
 
 
+CONFIG_MAX_BYTES = 16 * 1024 * 1024
+
+
 def load_config(
     path: str | Path | None = None, overrides: dict[str, Any] | None = None
 ) -> BuildConfig:
     """Load YAML (the demo config when ``path`` is None) and validate it."""
+    from forenset.paths import read_text_file
+    from forenset.strict import load_yaml
+
     p = Path(path) if path else DEFAULT_CONFIG
     if not p.exists():
         raise ConfigError(f"Config file {p} does not exist.")
     try:
-        data = yaml.safe_load(p.read_text()) or {}
+        text = read_text_file(p, CONFIG_MAX_BYTES)  # a regular UTF-8 file, capped
+    except OSError as e:
+        raise ConfigError(f"Config file {p} cannot be read: {e.strerror or e}.") from None
+    try:
+        data = load_yaml(text) or {}  # a repeated key is an error, not "the last one wins"
     except yaml.YAMLError as e:
         raise ConfigError(
             f"Config file {p} is not valid YAML ({str(e).splitlines()[0]})."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class ConfigurationError(RuntimeError):
     """A non-retryable problem with how a stage or backend is configured (a model path that does
@@ -15,3 +17,57 @@ class ConfigurationError(RuntimeError):
 class ModelServiceError(ConfigurationError):
     """A model server answered every request of a stage with the same failure (it rejects the
     request's form, or is unreachable): the rest would fail alike, so the build stops."""
+
+
+class InputRefused(OSError):
+    """A file or URL a listing names that the read policy refuses (outside its folder, not a
+    regular file, over the byte cap, a URL while remote reads are off, a private address).
+
+    An ``OSError`` so that every reader that turns an unreadable file into an error row does the
+    same with a refusal; its message is the reason, and it is never retryable."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+# errnos that say the machine ran out of something (space, quota, descriptors, memory) or its
+# volume turned read-only: no row is at fault, so the shard fails and a rerun redoes it
+RESOURCE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EMFILE, errno.ENFILE, errno.ENOMEM}
+)
+# errnos that may pass on their own (a flaky disk or network mount): retryable error rows
+TRANSIENT_ERRNOS = frozenset(
+    {errno.EIO, errno.EAGAIN, errno.ETIMEDOUT, errno.ECONNRESET, errno.ESTALE,
+     errno.EHOSTDOWN, errno.EHOSTUNREACH}
+)  # fmt: skip
+
+
+def _errno_chain(exc: BaseException | None) -> list[int]:
+    out = []
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            out.append(exc.errno)
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return out
+
+
+def resource_exhausted(exc: BaseException) -> bool:
+    """The machine ran out of disk space, quota, file descriptors or memory, or the volume is
+    read-only (this exception or one it was raised from): not the row's fault."""
+    if isinstance(exc, MemoryError):
+        return True
+    return any(e in RESOURCE_ERRNOS for e in _errno_chain(exc))
+
+
+def transient(exc: BaseException) -> bool:
+    """A failure that a later attempt may not meet: resource exhaustion, I/O errors of a flaky
+    device or mount, timeouts. Rows that fail with it are retryable, never terminal."""
+    if resource_exhausted(exc) or isinstance(exc, TimeoutError):
+        return True
+    return any(e in TRANSIENT_ERRNOS for e in _errno_chain(exc))

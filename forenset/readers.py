@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from forenset.errors import ConfigurationError
+from forenset.paths import ReadPolicy, read_bytes, read_text_file
 
 HF = "hf:"
 COCO = "coco:"
@@ -67,16 +68,22 @@ def list_files(folder: str, extensions: set[str]) -> list[str]:
     return out
 
 
-def read_uri(uri: str) -> bytes:
-    """The bytes an image URI names (OSError when it cannot be read)."""
+def read_uri(uri: str, policy: ReadPolicy | None = None) -> bytes:
+    """The bytes an image URI names (OSError when it cannot be read). With a ``policy``
+    (forenset.paths) the URI must lie inside its roots, be a regular file and fit its cap;
+    a refusal is an ``InputRefused`` (an OSError) naming the reason."""
     if uri.startswith(HF):
         path, _, ref = uri[len(HF) :].rpartition("#")
         row, _, column = ref.partition("/")
         value = hf_dataset(path)[int(row)][column]
-        data = image_bytes(value, path)
+        data = image_bytes(value, path, policy)
         if data is None:
             raise OSError(f"row {row} of {path} has no image in column {column!r}")
+        if policy is not None and len(data) > policy.max_bytes:
+            raise OSError(f"row {row} of {path} is larger than the {policy.max_bytes}-byte cap")
         return data
+    if policy is not None:
+        return read_bytes(uri, policy)
     fs, path = _fs(uri)
     with fs.open(path, "rb") as f:
         return f.read()
@@ -90,17 +97,35 @@ def size_of(uri: str) -> int | None:
     return int(fs.size(path))
 
 
+CSV_CELL_LIMIT = 131_072  # csv's default field limit: a longer cell is refused, not parsed
+
+
 def read_csv(uri: str, required: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Rows of a CSV as dicts; ConfigurationError when it is missing or lacks a column."""
+    """Rows of a CSV as dicts; ConfigurationError when it is missing, not a regular file, not
+    UTF-8, lacks a column or holds a cell longer than ``CSV_CELL_LIMIT`` (one sentence naming
+    the line, instead of csv's traceback)."""
     fs, path = _fs(uri)
     if not fs.isfile(path):
         raise ConfigurationError(f"CSV {uri} does not exist")
-    with fs.open(path, "rt", newline="") as f:
-        reader = csv.DictReader(f)
+    try:
+        if "://" not in uri or uri.startswith("file://"):
+            text = read_text_file(uri.removeprefix("file://"))
+        else:
+            with fs.open(path, "rt", newline="") as f:
+                text = f.read()
+    except OSError as e:
+        raise ConfigurationError(f"CSV {uri} cannot be read: {e}") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:
             raise ConfigurationError(f"CSV {uri} has no column {', '.join(missing)}")
         return list(reader)
+    except csv.Error as e:
+        raise ConfigurationError(
+            f"CSV {uri} line {reader.line_num + 1} cannot be parsed ({e}; "
+            f"cells are limited to {CSV_CELL_LIMIT} characters)"
+        ) from None
 
 
 @lru_cache(maxsize=8)
@@ -124,7 +149,7 @@ def hf_dataset(path: str) -> Any:
     return ds
 
 
-def image_bytes(value: Any, base: str = "") -> bytes | None:
+def image_bytes(value: Any, base: str = "", policy: ReadPolicy | None = None) -> bytes | None:
     """Bytes of a dataset image cell: {'bytes', 'path'} (undecoded Image), raw bytes, or a path."""
     if value is None:
         return None
@@ -137,7 +162,7 @@ def image_bytes(value: Any, base: str = "") -> bytes | None:
         if not value:
             return None
     if isinstance(value, str):
-        return read_uri(join(base, value))
+        return read_uri(join(base, value), policy)
     if hasattr(value, "save"):  # a decoded PIL image
         buf = io.BytesIO()
         value.save(buf, format="PNG")
@@ -170,10 +195,15 @@ def coco_records(uri: str) -> list[dict[str, Any]]:
     if not fs.isfile(path):
         raise ConfigurationError(f"COCO caption file {uri} does not exist")
     try:
-        with fs.open(path, "rt") as f:
-            doc = json.load(f)
+        if "://" not in uri or uri.startswith("file://"):  # a regular file, capped
+            doc = json.loads(read_text_file(uri.removeprefix("file://")))
+        else:
+            with fs.open(path, "rt") as f:
+                doc = json.load(f)
         images = doc["images"]
-    except (ValueError, KeyError, TypeError) as e:
+    except OSError as e:
+        raise ConfigurationError(f"COCO caption file {uri} cannot be read: {e}") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
         raise ConfigurationError(f"{uri} is not COCO caption JSON: {e!r}") from None
     licences = {
         lic.get("id"): lic.get("name") or lic.get("url")

@@ -177,6 +177,9 @@ class Scheduler:
         # gathering stages wait here for every shard of their inputs (see Stage.gather)
         self.gathered: dict[str, list[ShardInfo]] = defaultdict(list)
         self.gather_waiting = {n for n, s in self.stages.items() if s.gather}
+        # gathering stages left unplanned because an input failed: their manifests keep the
+        # last complete output (a failed input never empties a score table)
+        self.kept: set[str] = set()
         self.ancestors = {n: self._ancestors(n) for n in self.stages}
         # Upstream stages first (every shard is persisted, so waiting work costs no memory): the
         # stages feeding an expensive runner (a GPU pool) are served early, and downstream queues
@@ -222,6 +225,9 @@ class Scheduler:
         self.plan_children(spec.stage, info)
 
     def failed(self, spec: ShardSpec, error: str, fatal: bool = False) -> None:
+        from forenset.redact import redact
+
+        error = redact(error)  # printed by the CLI and kept in stats: no secret in it
         st = self.stats[spec.stage]
         st.failed += 1
         st.failures.append(f"{spec.key()}: {error}")
@@ -252,8 +258,11 @@ class Scheduler:
             self.gather_waiting.discard(name)
             failed = sorted(a for a in self.ancestors[name] if self.stats[a].failed)
             if failed:
+                self.kept.add(name)
                 self.failed_unplanned(
-                    name, f"not planned: input stage(s) {', '.join(failed)} failed"
+                    name,
+                    f"not planned: input stage(s) {', '.join(failed)} failed "
+                    "(its last complete output is kept)",
                 )
                 continue
             infos = sorted(self.gathered.pop(name, []), key=lambda i: (i.stage, i.path))
@@ -392,6 +401,8 @@ class Scheduler:
     # -- records -----------------------------------------------------------------
     def write_manifests(self) -> None:
         for name, stage in self.stages.items():
+            if name in self.kept:
+                continue  # the last complete view stays
             infos = sorted(self.done.get(name, []), key=lambda i: i.path)
             schema = base64.b64encode(stage.output_schema.serialize().to_pybytes()).decode()
             meta = {"config_hash": self.ctx.config.config_hash(), "schema": schema}

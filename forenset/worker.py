@@ -11,6 +11,7 @@ from typing import Any
 
 from forenset.config import BuildConfig
 from forenset.errors import ConfigurationError
+from forenset.redact import install_log_redaction, redact_table, remember_config
 from forenset.runtime import tune_allocator
 from forenset.store.run_store import RunStore, ShardInfo
 from forenset.tasks.base import ContractError, ShardSpec, Stage, StageContext
@@ -55,12 +56,26 @@ def _config_from_run_dir(run_uri: str, config_hash: str) -> BuildConfig:
     return cfg
 
 
+_GUARDED: set[int] = set()
+
+
+def _guard_secrets(config: Any) -> None:
+    """Once per config in this worker: remember the values of the env vars the config names
+    (``*_env``) and redact every log record, so no secret lands in rows, caches or logs."""
+    if id(config) in _GUARDED:
+        return
+    remember_config(config)
+    install_log_redaction()
+    _GUARDED.add(id(config))
+
+
 def execute_shard(stage: Stage, spec: ShardSpec) -> ShardInfo:
     if stage.ctx.config.tune_allocator:  # once per worker process; see forenset/runtime.py
         tune_allocator()
+    _guard_secrets(stage.ctx.config)
     t0 = time.perf_counter()
     batch = stage.read_inputs(spec)
-    out = stage.process(batch, spec)
+    out = redact_table(stage.process(batch, spec))  # no secret lands in a row (forenset.redact)
     stage.check_partition(spec, out)
     counts = stage.counts(out)
     counts["ms"] = int((time.perf_counter() - t0) * 1000)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ from forenset.exports.data import (
     default_out,
     load_samples,
     select,
+    stage_export,
+    swap_in,
     train_subset,
     write_atomic,
 )
@@ -27,10 +30,17 @@ from forenset.store.run_store import RunStore
 def build_seed(store: RunStore) -> int:
     """The seed of the build that wrote the run directory (0 when no config was saved)."""
     try:
-        cfg = yaml.safe_load(store.read_bytes("config.yaml")) or {}
+        cfg = yaml.safe_load(store.read_bytes("config.yaml").decode("utf-8")) or {}
     except FileNotFoundError:
         return 0
-    return int(cfg.get("seed", 0) or 0)
+    except (UnicodeDecodeError, yaml.YAMLError) as e:
+        raise ValueError(
+            f"{store.path('config.yaml')} is not a readable build config ({e})"
+        ) from None
+    seed = cfg.get("seed", 0) if isinstance(cfg, dict) else None
+    if isinstance(seed, bool) or not isinstance(seed, int | type(None)):
+        raise ValueError(f"{store.path('config.yaml')} holds no integer seed")
+    return int(seed or 0)
 
 
 def drop_missing_images(
@@ -81,24 +91,33 @@ def run_export(
         rows = balanced(rows, seed)
     if fmt == "sft" and st.train_fraction is not None:
         rows = train_subset(rows, st.train_fraction, seed, has_both_tracks)
-    if fmt == "hf":
-        res = export_hf(
-            store,
-            rows,
-            out,
-            rows_per_group=st.rows_per_group,
-            rows_per_file=st.rows_per_file,
-            include_perturbed=st.include_perturbed,
-        )
-    elif fmt == "sft":
-        res = export_sft(store, rows, out)
-    elif fmt == "fakebench":
-        res = export_fakebench(store, rows, out, seed=seed)
-    else:
-        res = export_labelstudio(store, rows, out, image_url_prefix=st.image_url_prefix)
-    res["samples"] = len(rows)
-    res["missing_images"] = missing
-    res["settings"] = st.model_dump(mode="json")
-    res["seed"] = seed
-    write_atomic(out / "export.json", json.dumps(res, indent=1, sort_keys=True, default=str))
+    # written beside the previous export and swapped in when complete: a killed export leaves
+    # the previous one whole, its export.json and card consistent with its files
+    final, out = out, stage_export(out)
+    try:
+        if fmt == "hf":
+            res = export_hf(
+                store,
+                rows,
+                out,
+                rows_per_group=st.rows_per_group,
+                rows_per_file=st.rows_per_file,
+                include_perturbed=st.include_perturbed,
+            )
+        elif fmt == "sft":
+            res = export_sft(store, rows, out)
+        elif fmt == "fakebench":
+            res = export_fakebench(store, rows, out, seed=seed)
+        else:
+            res = export_labelstudio(store, rows, out, image_url_prefix=st.image_url_prefix)
+        res["path"] = str(final)
+        res["samples"] = len(rows)
+        res["missing_images"] = missing
+        res["settings"] = st.model_dump(mode="json")
+        res["seed"] = seed
+        write_atomic(out / "export.json", json.dumps(res, indent=1, sort_keys=True, default=str))
+        swap_in(out, final)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
     return res

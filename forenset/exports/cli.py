@@ -19,10 +19,12 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def _store(run_dir: str):
+    from forenset.paths import run_dir_problem
     from forenset.store.run_store import RunStore
 
-    if "://" not in run_dir and not Path(run_dir).exists():
-        _fail(f"run directory {run_dir} does not exist")
+    problem = run_dir_problem(run_dir)  # missing, a file, a folder no build wrote
+    if problem:
+        _fail(problem)
     store = RunStore(run_dir)
     if not store.manifest("splits"):
         _fail(f"run directory {run_dir} has no splits yet: run `forenset build` first")
@@ -219,11 +221,18 @@ def safeimg_cmd(
     seed = build_seed(store)
     j = None
     if judge is not None:
+        from pydantic import ValidationError
+
         from forenset.backends.llm.cache import ResponseCache
         from forenset.backends.llm.types import LLMSettings
         from forenset.backends.scorers.safeimg import ModelAlignmentJudge
+        from forenset.paths import read_text_file
+        from forenset.strict import load_yaml
 
-        settings = LLMSettings.model_validate(yaml.safe_load(judge.read_text()))
+        try:
+            settings = LLMSettings.model_validate(load_yaml(read_text_file(judge, 1 << 24)))
+        except (OSError, yaml.YAMLError, ValidationError) as e:
+            _fail(f"--judge {judge} is not a usable llm pool YAML ({str(e).splitlines()[0]})")
         j = ModelAlignmentJudge(
             settings, build_seed=seed, cache=ResponseCache(store.fs, store.root)
         )

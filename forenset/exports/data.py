@@ -177,6 +177,82 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     os.replace(tmp, path)
 
 
+def _siblings(out: Path, kind: str) -> list[Path]:
+    return sorted(out.parent.glob(f".{out.name}.{kind}-*")) if out.parent.exists() else []
+
+
+def recover_export(out: Path) -> None:
+    """Undo what a killed export left beside ``out``: a staging folder (never swapped in) is
+    removed; if the kill fell between the two renames of a swap, the previous export (kept as
+    ``.<name>.old-…``) is moved back."""
+    import shutil
+
+    for stale in _siblings(out, "staging"):
+        shutil.rmtree(stale, ignore_errors=True)
+    olds = _siblings(out, "old")
+    if olds and not out.exists():
+        os.replace(olds[-1], out)
+        olds = olds[:-1]
+    for old in olds:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def stage_export(out: Path) -> Path:
+    """A staging folder beside ``out`` that starts as a copy of the previous export made of
+    hard links (images written once stay written; every exporter writes by rename, so a
+    linked file of the old export is never changed in place)."""
+    import shutil
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    recover_export(out)
+    stage = out.parent / f".{out.name}.staging-{uuid.uuid4().hex[:8]}"
+    if out.is_dir():
+
+        def link(src: str, dst: str) -> None:
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+
+        shutil.copytree(out, stage, copy_function=link, symlinks=True)
+    else:
+        stage.mkdir()
+    return stage
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, exchange = -100, 2
+    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), exchange) == 0
+
+
+def swap_in(stage: Path, out: Path) -> None:
+    """Make the finished ``stage`` folder the export at ``out``: one atomic exchange where the
+    OS has it, else two renames (a kill between them is undone by ``recover_export``)."""
+    import shutil
+
+    if not out.exists():
+        os.replace(stage, out)
+        return
+    if _exchange(stage, out):
+        shutil.rmtree(stage, ignore_errors=True)  # now holds the previous export
+        return
+    old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+    os.replace(out, old)
+    os.replace(stage, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 

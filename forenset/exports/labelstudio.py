@@ -17,7 +17,9 @@ from typing import Any
 import pyarrow as pa
 
 from forenset.exports.data import write_atomic, write_images
+from forenset.schemas.annotations import SCHEMA
 from forenset.store.run_store import RunStore, ShardInfo
+from forenset.strict import finite, strict_bool
 from forenset.text.taxonomy import load_taxonomy
 
 TRIAGE_CHOICES = ("ann", "hard", "invalid")
@@ -180,35 +182,7 @@ def export_labelstudio(
 
 # -- import ----------------------------------------------------------------------------------
 
-ANNOTATIONS_SCHEMA = pa.schema(
-    [
-        pa.field("annotation_row_id", pa.string(), nullable=False),
-        pa.field("task_id", pa.int64()),
-        pa.field("annotation_id", pa.int64()),
-        pa.field("sample_id", pa.string()),
-        pa.field("task", pa.string()),  # triage | bbox | other (from the control name)
-        pa.field("annotator", pa.string()),
-        pa.field("result_type", pa.string()),
-        pa.field("choice", pa.string()),
-        pa.field("rect_label", pa.string()),
-        pa.field("x", pa.float64()),  # box as fractions of the image
-        pa.field("y", pa.float64()),
-        pa.field("w", pa.float64()),
-        pa.field("h", pa.float64()),
-        pa.field("rotation", pa.float64()),  # degrees, about the box's top-left corner (LS)
-        pa.field("region_id", pa.string()),  # LS result id; forenset's "<sample>-<diff id>"
-        pa.field("difference_id", pa.string()),  # the diff a kept pre-annotation came from
-        pa.field("origin", pa.string()),  # prediction | prediction-changed | drawn
-        pa.field("region_text", pa.string()),  # the per-region "why" explanation
-        pa.field("was_cancelled", pa.bool_()),
-        pa.field("created_at", pa.string()),
-        pa.field("lead_time", pa.float64()),
-        pa.field("simulated", pa.bool_()),  # rows written by a simulated annotator
-        pa.field("source_file_hash", pa.string()),
-        pa.field("status", pa.string(), nullable=False),
-        pa.field("error", pa.string()),
-    ]
-)
+ANNOTATIONS_SCHEMA = SCHEMA  # forenset/schemas/annotations.py (typed empty views need it)
 _TASK_BY_CONTROL = {"triage": "triage", "anomaly": "bbox", "why": "bbox"}
 _ORIGINS = {"prediction": "prediction", "prediction-changed": "prediction-changed"}
 
@@ -218,10 +192,10 @@ class AnnotationImportError(ValueError):
 
 
 def _int(v: Any) -> int | None:
-    try:
-        return int(v) if v is not None else None
-    except (TypeError, ValueError):
-        return None
+    """An id that fits the int64 column (1e30, 1.5, a bool or a list: None)."""
+    from forenset.strict import int64
+
+    return int64(v)
 
 
 def _annotator(v: Any) -> str | None:
@@ -270,10 +244,24 @@ def annotation_rows(
             rows.append(_error_row(f"t{ti}", None, None, f"task {ti} is not an object", file_hash))
             continue
         tid = _int(task.get("id"))
-        sample = (task.get("data") or {}).get("sample_id")
+        data = task.get("data") or {}
         tkey = str(tid) if tid is not None else f"t{ti}"
+        if not isinstance(data, dict):
+            msg = f"task data is a {type(data).__name__}, not an object"
+            rows.append(_error_row(tkey, tid, None, msg, file_hash))
+            continue
+        sample = data.get("sample_id")
         if not sample:
             rows.append(_error_row(tkey, tid, None, "task has no data.sample_id", file_hash))
+            continue
+        if isinstance(sample, bool) or not isinstance(sample, str | int):
+            msg = f"data.sample_id is a {type(sample).__name__}, not a string"
+            rows.append(_error_row(tkey, tid, None, msg, file_hash))
+            continue
+        annotations = task.get("annotations") or []
+        if not isinstance(annotations, list):
+            msg = f"task annotations is a {type(annotations).__name__}, not a list"
+            rows.append(_error_row(tkey, tid, str(sample), msg, file_hash))
             continue
         sample = str(sample)
         seen.add(sample)
@@ -281,26 +269,34 @@ def annotation_rows(
             msg = f"sample_id {sample!r} is not a generated sample of this run"
             rows.append(_error_row(tkey, tid, sample, msg, file_hash))
             continue
-        for ai, ann in enumerate(task.get("annotations") or []):
+        for ai, ann in enumerate(annotations):
             aid = _int(ann.get("id")) if isinstance(ann, dict) else None
             key = f"{tkey}-{aid if aid is not None else ai}"
             if not isinstance(ann, dict):
                 rows.append(_error_row(key, tid, sample, "annotation is not an object", file_hash))
+                continue
+            flags = {f: strict_bool(ann.get(f)) for f in ("was_cancelled", "simulated")}
+            bad = [f for f, v in flags.items() if v is None]
+            results = ann.get("result") or []
+            if bad or not isinstance(results, list):
+                what = (
+                    f"annotation {bad[0]} is {ann.get(bad[0])!r}, not true or false"
+                    if bad
+                    else f"annotation result is a {type(results).__name__}, not a list"
+                )
+                rows.append(_error_row(key, tid, sample, what, file_hash))
                 continue
             common = {
                 "task_id": tid,
                 "annotation_id": aid,
                 "sample_id": sample,
                 "annotator": _annotator(ann.get("completed_by")),
-                "was_cancelled": bool(ann.get("was_cancelled", False)),
+                "was_cancelled": flags["was_cancelled"],
                 "created_at": str(ann.get("created_at")) if ann.get("created_at") else None,
-                "lead_time": float(ann["lead_time"])
-                if isinstance(ann.get("lead_time"), int | float)
-                else None,
-                "simulated": bool(ann.get("simulated", False)),
+                "lead_time": finite(ann.get("lead_time")),
+                "simulated": flags["simulated"],
                 "source_file_hash": file_hash,
             }
-            results = ann.get("result") or []
             if not results:
                 rows.append(
                     {**common, "annotation_row_id": f"{key}-empty", "task": None, "status": "ok"}
@@ -373,6 +369,8 @@ def _result_row(res: Any, key: str, common: dict[str, Any]) -> dict[str, Any]:
     row["result_type"] = res.get("type")
     row["task"] = _TASK_BY_CONTROL.get(str(res.get("from_name")), "other")
     if "choices" in v:
+        if not isinstance(v["choices"], list):
+            return {**row, "status": "error", "error": "choices is not a list"}
         row["choice"] = ",".join(str(c) for c in v["choices"])
         bad = [c for c in v["choices"] if row["task"] == "triage" and c not in TRIAGE_CHOICES]
         if bad:
@@ -393,16 +391,16 @@ def _result_row(res: Any, key: str, common: dict[str, Any]) -> dict[str, Any]:
             if rid and sample and rid.startswith(sample + "-")
             else None,
         )
-        try:
-            row.update(
-                x=float(v["x"]) / 100,
-                y=float(v["y"]) / 100,
-                w=float(v["width"]) / 100,
-                h=float(v["height"]) / 100,
-                rotation=float(v.get("rotation") or 0.0),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            return {**row, "status": "error", "error": f"rectangle without a valid {e} field"}
+        problem = _box_problem(v)
+        if problem:
+            return {**row, "status": "error", "error": problem}
+        row.update(
+            x=finite(v["x"]) / 100,
+            y=finite(v["y"]) / 100,
+            w=finite(v["width"]) / 100,
+            h=finite(v["height"]) / 100,
+            rotation=finite(v.get("rotation") or 0.0),
+        )
         bad = [c for c in labels if c not in ANOMALY_LABELS]
         if bad:
             return {
@@ -415,6 +413,24 @@ def _result_row(res: Any, key: str, common: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _box_problem(v: dict[str, Any]) -> str | None:
+    """Why a rectangle's numbers are unusable (missing, NaN/inf, outside 0-100 %, a width or
+    height that is not positive), or None."""
+    for f in ("x", "y", "width", "height"):
+        if f not in v:
+            return f"rectangle without a valid '{f}' field"
+        if finite(v[f]) is None:
+            return f"rectangle {f} is {v[f]!r}, not a finite number"
+    if v.get("rotation") not in (None, "") and finite(v.get("rotation")) is None:
+        return f"rectangle rotation is {v['rotation']!r}, not a finite number"
+    x, y, w, h = (finite(v[f]) for f in ("x", "y", "width", "height"))
+    if w <= 0 or h <= 0:  # type: ignore[operator]
+        return f"rectangle width and height must be positive (got {w}, {h})"
+    if not (0 <= x <= 100 and 0 <= y <= 100 and w <= 100 and h <= 100):  # type: ignore[operator]
+        return f"rectangle x, y, width, height must be percentages 0-100 (got {x}, {y}, {w}, {h})"
+    return None
+
+
 def run_samples(store: RunStore) -> set[str] | None:
     """Generated (fake) sample ids of the run, or None when the run has no splits to check."""
     from forenset.store.views import connect
@@ -422,19 +438,51 @@ def run_samples(store: RunStore) -> set[str] | None:
     if not store.manifest("splits"):
         return None
     con = connect(store, ["splits"])
-    return {
-        r[0]
-        for r in con.execute(
-            "SELECT sample_id FROM splits WHERE status = 'ok' AND label = 'fake'"
-        ).fetchall()
-    }
+    try:  # closed here, not at interpreter exit (DuckDB can abort a process there)
+        return {
+            r[0]
+            for r in con.execute(
+                "SELECT sample_id FROM splits WHERE status = 'ok' AND label = 'fake'"
+            ).fetchall()
+        }
+    finally:
+        con.close()
 
 
 def exported_samples(tasks_file: Path | None) -> set[str] | None:
     """Sample ids of an exported task file (to notice tasks deleted in Label Studio)."""
     if tasks_file is None or not Path(tasks_file).is_file():
         return None
-    return {str(t["data"]["sample_id"]) for t in json.loads(Path(tasks_file).read_text())}
+    doc = parse_json(read_import_file(tasks_file), tasks_file)
+    return {
+        str(t["data"]["sample_id"])
+        for t in (doc if isinstance(doc, list) else [])
+        if isinstance(t, dict) and isinstance(t.get("data"), dict) and "sample_id" in t["data"]
+    }
+
+
+IMPORT_MAX_BYTES = 1024 * 1024 * 1024
+
+
+def read_import_file(path: Path | str) -> bytes:
+    """An import file's bytes: a regular file (not a FIFO or a device), capped in bytes;
+    AnnotationImportError with one sentence otherwise."""
+    from forenset.paths import read_local
+
+    try:
+        return read_local(str(path), IMPORT_MAX_BYTES)
+    except OSError as e:
+        raise AnnotationImportError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def parse_json(raw: bytes, path: Path | str) -> Any:
+    """JSON of an import file; AnnotationImportError for bad JSON or nesting too deep."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise AnnotationImportError(f"{path} is nested too deeply to be an export") from None
+    except ValueError as e:
+        raise AnnotationImportError(f"{path} is not valid JSON ({e})") from None
 
 
 def import_annotations(
@@ -452,16 +500,13 @@ def import_annotations(
     annotations are never wiped by a bad file. ``tasks_file`` (the exported task list) lets the
     import notice tasks deleted in Label Studio.
     """
-    raw = Path(path).read_bytes()
+    raw = read_import_file(path)
     if not raw.strip():
         raise AnnotationImportError(
             f"{path} is empty; nothing was imported and earlier annotations are kept"
         )
     fh = hashlib.blake2b(raw, digest_size=12).hexdigest()
-    try:
-        doc = json.loads(raw)
-    except ValueError as e:
-        raise AnnotationImportError(f"{path} is not valid JSON ({e})") from None
+    doc = parse_json(raw, path)
     rows = annotation_rows(doc, fh, known=run_samples(store), expected=exported_samples(tasks_file))
     return store_annotation_rows(store, rows, f"import-{fh}", fh, append=append)
 

@@ -27,9 +27,16 @@ from typing import Any
 import pyarrow as pa
 
 from forenset.exports.data import rank, write_atomic, write_images
-from forenset.exports.labelstudio import AnnotationImportError, _annotator, _int
+from forenset.exports.labelstudio import (
+    AnnotationImportError,
+    _annotator,
+    _int,
+    parse_json,
+    read_import_file,
+)
 from forenset.schemas.gold_references import SCHEMA
 from forenset.store.run_store import RunStore, ShardInfo
+from forenset.strict import finite, strict_bool
 
 TABLE = "gold_references"
 CONTROL = "explanation"  # the TextArea's name in the labeling config
@@ -67,6 +74,12 @@ GOLD_XML = f"""<View>
 PROBLEMS: dict[str, tuple[str, str]] = {
     "not_a_task": ("task is not an object", "tasks are not objects"),
     "not_an_annotation": ("annotation is not an object", "annotations are not objects"),
+    "wrong_type": (
+        "task or annotation has a field of the wrong type (data, annotations, result, "
+        "sample_id, overlap, was_cancelled)",
+        "tasks or annotations have a field of the wrong type (data, annotations, result, "
+        "sample_id, overlap, was_cancelled)",
+    ),
     "unknown_sample": (
         "annotation names a sample_id that is not a fake sample of this run",
         "annotations name a sample_id that is not a fake sample of this run",
@@ -180,6 +193,10 @@ def gold_rows(doc: Any, fakes: set[str], file_hash: str) -> list[dict[str, Any]]
         raise AnnotationImportError(
             "expected a Label Studio JSON export (a list of tasks with 'annotations')"
         )
+    if not doc:
+        raise AnnotationImportError(
+            "the export holds no tasks; nothing was imported and earlier gold is kept"
+        )
     rows: list[dict[str, Any]] = []
     seen: set[tuple[str, str | None]] = set()
 
@@ -192,9 +209,23 @@ def gold_rows(doc: Any, fakes: set[str], file_hash: str) -> list[dict[str, Any]]
             rows.append(bad(base, "not_a_task"))
             continue
         tid = _int(task.get("id"))
-        data = task.get("data") if isinstance(task.get("data"), dict) else {}
-        sample = data.get("sample_id")
-        for ai, ann in enumerate(task.get("annotations") or []):
+        data = task.get("data") or {}
+        anns = task.get("annotations") or []
+        sample = data.get("sample_id") if isinstance(data, dict) else None
+        overlap = strict_bool(data.get("overlap")) if isinstance(data, dict) else False
+        typed = (
+            isinstance(data, dict)
+            and isinstance(anns, list)
+            and overlap is not None
+            and (sample is None or (isinstance(sample, str | int) and not isinstance(sample, bool)))
+        )
+        if not typed:
+            base = {"gold_id": f"{tid if tid is not None else 't' + str(ti)}-task",
+                    "task_id": tid, "source_file_hash": file_hash}  # fmt: skip
+            rows.append(bad(base, "wrong_type"))
+            continue
+        real = data.get("real_sample_id")
+        for ai, ann in enumerate(anns):
             aid = _int(ann.get("id")) if isinstance(ann, dict) else None
             row: dict[str, Any] = {
                 "gold_id": f"{tid if tid is not None else 't' + str(ti)}-"
@@ -202,25 +233,27 @@ def gold_rows(doc: Any, fakes: set[str], file_hash: str) -> list[dict[str, Any]]
                 "task_id": tid,
                 "annotation_id": aid,
                 "sample_id": None if sample is None else str(sample),
-                "real_sample_id": data.get("real_sample_id"),
-                "overlap": bool(data.get("overlap", False)),
+                "real_sample_id": None if real is None else str(real),
+                "overlap": overlap,
                 "source_file_hash": file_hash,
             }
             if not isinstance(ann, dict):
                 rows.append(bad(row, "not_an_annotation"))
                 continue
+            cancelled = strict_bool(ann.get("was_cancelled"))
+            if cancelled is None or not isinstance(ann.get("result") or [], list):
+                rows.append(bad(row, "wrong_type"))
+                continue
             row.update(
                 annotator=_annotator(ann.get("completed_by")),
                 created_at=str(ann["created_at"]) if ann.get("created_at") else None,
-                lead_time=float(ann["lead_time"])
-                if isinstance(ann.get("lead_time"), int | float)
-                else None,
+                lead_time=finite(ann.get("lead_time")),
             )
             text = _text(ann.get("result"))
             row["text"] = text
             if row["sample_id"] not in fakes:
                 rows.append(bad(row, "unknown_sample"))
-            elif ann.get("was_cancelled"):
+            elif cancelled:
                 rows.append(bad(row, "cancelled"))
             elif text is None:
                 rows.append(bad(row, "no_text"))
@@ -258,12 +291,17 @@ def import_gold(
     """Read a Label Studio JSON export of the gold task into ``gold_references``; returns the
     shard and the counted problems. The shard's fingerprint is the file's content hash (an
     import of the same file writes nothing new); ``append`` keeps earlier imports."""
-    raw = Path(path).read_bytes()
+    raw = read_import_file(path)
+    if not raw.strip():
+        raise AnnotationImportError(
+            f"{path} is empty; nothing was imported and earlier gold is kept"
+        )
     fh = hashlib.blake2b(raw, digest_size=12).hexdigest()
-    try:
-        doc = json.loads(raw)
-    except ValueError as e:
-        raise AnnotationImportError(f"{path} is not valid JSON ({e})") from None
+    doc = parse_json(raw, path)
+    if doc == [] or (isinstance(doc, dict) and doc.get("tasks") == []):
+        raise AnnotationImportError(
+            f"{path} holds no tasks; nothing was imported and earlier gold is kept"
+        )
     rows = gold_rows(doc, fake_ids(store), fh)
     table = pa.Table.from_pylist([{n: r.get(n) for n in SCHEMA.names} for r in rows], schema=SCHEMA)
     st = Counter(r["status"] for r in rows)

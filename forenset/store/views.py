@@ -27,6 +27,14 @@ def _empty_schema(store: RunStore, name: str) -> pa.Schema:
     schema = store.manifest_schema(name)
     if schema is not None:
         return schema
+    if name == "annotations":  # typed before the first import, so documented queries work
+        from forenset.schemas.annotations import SCHEMA
+
+        return SCHEMA
+    if name == "gold_references":
+        from forenset.schemas.gold_references import SCHEMA as GOLD
+
+        return GOLD
     if name in NON_STAGE_TABLES:
         return pa.schema([("id", pa.string())])
     from forenset.stages import stage_class
@@ -51,7 +59,11 @@ def connect(store: RunStore, tables: list[str]) -> duckdb.DuckDBPyConnection:
                 "hive_partitioning = true, union_by_name = true)"
             )
         else:
+            # an empty typed table, its Arrow source unregistered at once: SHOW TABLES lists
+            # the run's tables only, no internal helper
             schema = _empty_schema(store, name)
-            con.register(f"_{name}_empty", schema.empty_table())
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_empty")
+            tmp = f"_{name}_empty"
+            con.register(tmp, schema.empty_table())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {tmp}")
+            con.unregister(tmp)
     return con

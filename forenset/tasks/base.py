@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from forenset.confbase import fingerprint_view
-from forenset.errors import ConfigurationError
+from forenset.errors import ConfigurationError, resource_exhausted
 from forenset.schemas.common import TRACE_NAMES, USAGE_FIELDS
 from forenset.store.run_store import RunStore, ShardInfo, fingerprint
 
@@ -295,6 +295,8 @@ def isolate(
     except (ConfigurationError, ContractError):
         raise  # every row would fail alike: the shard fails, the build stops
     except Exception as e:  # noqa: BLE001 - a bad row must not crash the shard
+        if resource_exhausted(e):  # a full disk is no row's fault: the shard fails, a rerun
+            raise  # after the cause is fixed redoes it (never a terminal row)
         produced = [stage.error_row(row, describe(e), True)]
     ms = (time.perf_counter() - t0) * 1000 / max(1, len(produced))
     for r in produced:

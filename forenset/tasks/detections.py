@@ -407,10 +407,21 @@ def _records(text: str, is_csv: bool) -> list[tuple[int, dict[str, Any] | None, 
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             rec = None
         out.append((n, rec if isinstance(rec, dict) else None, line))
     return out
+
+
+TEXT_FIELDS = ("answer", "explanation", "simple_explanation")
+
+
+def _well_typed(rec: dict[str, Any]) -> bool:
+    """A JSON line's fields have the types a prediction needs (a CSV's are all strings)."""
+    sid = rec.get("sample_id")
+    if sid is not None and (isinstance(sid, bool) or not isinstance(sid, str | int)):
+        return False
+    return all(rec.get(f) is None or isinstance(rec[f], str) for f in TEXT_FIELDS)
 
 
 def _has_surrogates(value: Any) -> bool:
@@ -424,9 +435,11 @@ def read_predictions(
 
     Text is decoded with ``surrogateescape`` so a line with bytes that are not UTF-8 is found
     (and reported) instead of failing the whole file."""
+    from forenset.paths import read_local
+
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_local(str(p))  # a regular file, capped in bytes before decoding
     except OSError as e:
         raise ConfigurationError(
             f"cannot read the predictions file {path}: {e.strerror or e}"
@@ -442,6 +455,9 @@ def read_predictions(
             found.setdefault("not_a_record", []).append((n, ""))
             continue
         sid = rec.get("sample_id")
+        if not _well_typed(rec):
+            found.setdefault("wrong_type", []).append((n, writable(str(sid)[:60]) if sid else ""))
+            continue
         sid = str(sid) if sid is not None else ""
         if any(_has_surrogates(v) for v in (*rec.values(), *rec.keys())):
             found.setdefault("not_utf8", []).append((n, writable(sid)))
@@ -463,6 +479,9 @@ def read_predictions(
         "missing_fields": "{k} line{s} of {name} lack{s_} sample_id, answer or explanation and "
         "{are} not used ({ex})",
         "not_utf8": "{k} line{s} of {name} {are} not valid UTF-8 text and {are} not used ({ex})",
+        "wrong_type": "{k} line{s} of {name} {have} a field of the wrong type (sample_id a "
+        "string or integer; answer, explanation, simple_explanation strings) and {are} not "
+        "used ({ex})",
         "unknown_id": "{k} line{s} of {name} name{s_} a sample id in no evaluation set and "
         "{are} not used ({ex})",
         "duplicate": "{k} line{s} of {name} repeat{s_} a sample id already predicted on an "
@@ -476,6 +495,7 @@ def read_predictions(
             s="" if k == 1 else "s",
             s_="s" if k == 1 else "",
             are="is" if k == 1 else "are",
+            have="has" if k == 1 else "have",
             these="this" if k == 1 else "these",
             name=name,
             ex=_examples(hits),

@@ -37,6 +37,7 @@ from pydantic import Field, field_validator, model_validator
 
 from forenset.backends.llm.types import LLMSettings
 from forenset.confbase import Strict, fingerprint_view
+from forenset.errors import resource_exhausted, transient
 from forenset.images import decode_rgb, encode_png
 from forenset.perturbations.propagation import propagate
 from forenset.perturbations.registry import FAMILIES
@@ -303,10 +304,12 @@ class EvalSets(Stage):
             except ContractError:
                 raise
             except Exception as e:  # noqa: BLE001 - one bad image must not fail the set
+                if resource_exhausted(e):  # a full disk: the shard fails and is redone
+                    raise
                 msg = f"perturbation {variant} failed: {describe(e)}"
                 out.append(
                     {**row, "blob": None, "backend": "offline", "status": "error",
-                     "error": writable(msg), "retryable": False}
+                     "error": writable(msg), "retryable": transient(e)}
                 )  # fmt: skip
                 continue
             out.append(
@@ -342,6 +345,8 @@ class EvalSets(Stage):
         except ContractError:
             raise
         except Exception as e:  # noqa: BLE001 - one bad image must not fail the set
+            if resource_exhausted(e):  # a full disk: the shard fails and is redone
+                raise
             msg = f"propagation {variant_name(level)} failed: {describe(e)}"
             err = {"status": "error", "error": writable(msg), "retryable": True}
             return {**row, "blob": None, **err}

@@ -57,29 +57,40 @@ def annotator_id(completed_by: Any) -> str:
 
 def read_export(path: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[str]]]:
     """Annotations by triplet id ({annotator, choice, lead_time}) and problems by class."""
+    from forenset.paths import read_text_file
+
     try:
-        tasks = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ConfigurationError(f"cannot read the Label Studio export {path}: {e}") from e
+        tasks = json.loads(read_text_file(path))
+    except (OSError, ValueError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else e
+        raise ConfigurationError(f"cannot read the Label Studio export {path}: {why}") from e
     if not isinstance(tasks, list):
         raise ConfigurationError(f"{path} is not a Label Studio JSON export (a list of tasks)")
     found: dict[str, list[dict[str, Any]]] = {}
     problems: dict[str, list[str]] = {}
-    for task in tasks:
-        tid = (task.get("data") or {}).get("triplet_id") if isinstance(task, dict) else None
-        if not tid:
-            problems.setdefault("no_triplet", []).append(
-                str(task.get("id") if isinstance(task, dict) else task)[:40]
-            )
+    for n, task in enumerate(tasks):
+        # every field is type-checked: a wrong-typed task or annotation is one counted problem
+        data = (task.get("data") or {}) if isinstance(task, dict) else None
+        tid = data.get("triplet_id") if isinstance(data, dict) else None
+        if isinstance(tid, bool) or not isinstance(tid, str | int) or tid == "":
+            kind = "no_triplet" if isinstance(data, dict) and tid in (None, "") else "bad_record"
+            problems.setdefault(kind, []).append(f"task {n}")
             continue
-        for ann in task.get("annotations") or []:
-            if ann.get("was_cancelled"):
+        anns = task.get("annotations") or []
+        if not isinstance(anns, list):
+            problems.setdefault("bad_record", []).append(str(tid))
+            continue
+        for ann in anns:
+            if not isinstance(ann, dict) or not isinstance(ann.get("result") or [], list):
+                problems.setdefault("bad_record", []).append(str(tid))
+                continue
+            if ann.get("was_cancelled") is True:
                 continue
             picked = [
                 canonical(c)
                 for res in ann.get("result") or []
-                if res.get("type") == "choices"
-                for c in (res.get("value") or {}).get("choices") or []
+                if isinstance(res, dict) and res.get("type") == "choices"
+                for c in _choices(res)
             ]
             if len(picked) != 1 or picked[0] is None:
                 problems.setdefault("bad_choice", []).append(str(tid))
@@ -89,10 +100,19 @@ def read_export(path: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, l
                 {
                     "annotator": annotator_id(ann.get("completed_by")),
                     "choice": picked[0],
-                    "lead_time": float(lead) if isinstance(lead, (int, float)) else None,
+                    "lead_time": float(lead)
+                    if isinstance(lead, int | float) and not isinstance(lead, bool)
+                    else None,
                 }
             )
     return found, problems
+
+
+def _choices(res: dict[str, Any]) -> list[Any]:
+    """A choices result's picks; a wrong-typed value counts as a non-choice (bad_choice)."""
+    value = res.get("value")
+    got = value.get("choices") if isinstance(value, dict) else None
+    return got if isinstance(got, list) else [None]
 
 
 class RewardLabels(Stage):
@@ -141,6 +161,8 @@ class RewardLabels(Stage):
             "no_triplet": "task(s) of the export have no data.triplet_id",
             "bad_choice": "annotation(s) do not pick exactly one of First, Second, Tie, Both Bad",
             "unknown_triplet": "task(s) name a triplet this run does not have",
+            "bad_record": "task(s) or annotation(s) have a field of the wrong type (data, "
+            "annotations, result must be objects and lists)",
         }
         for cls, hits in problems.items():
             ex = ", ".join(hits[:3]) + (", …" if len(hits) > 3 else "")

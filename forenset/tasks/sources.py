@@ -12,9 +12,9 @@ import numpy as np
 import yaml
 from pydantic import Field
 
-from forenset import readers
+from forenset import paths, readers
 from forenset.confbase import Strict, operational
-from forenset.errors import ConfigurationError
+from forenset.errors import ConfigurationError, resource_exhausted, transient
 from forenset.images import BadImage, encode_png, normalise
 from forenset.schemas.sources import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec, StageRowError, dumps
@@ -39,24 +39,47 @@ class SourcesConfig(Strict):
     max_side: int = Field(512, ge=16, le=8192)  # normalised images are capped to this side
     max_pixels: int = Field(40_000_000, ge=1024)  # larger headers are refused (decompression bombs)
     max_file_mb: float = Field(64, gt=0)
+    # the read policy (forenset.paths): a listed file must lie inside its listing's folder
+    # (a folder, a CSV's or COCO file's folder, a saved dataset) or one of allowed_roots;
+    # http(s) URLs only with allow_remote, and never private/loopback hosts unless allowed
+    allowed_roots: list[str] = []
+    allow_remote: bool = False
+    allow_private_hosts: bool = False
 
 
 def external_source_items(config: Any) -> list[dict[str, Any]]:
     """The source photos of the pool's ``external`` generators (edited images made elsewhere),
     each listed once, so they are captioned, split and explained like any other photo."""
-    from forenset.backends.image.external import source_uris
+    from forenset.backends.image.external import listing_policy, options_of, source_uris
 
     out = []
     for gen in getattr(config, "generators", None) or []:
         if gen.backend != "external":
             continue
-        for uri in source_uris(gen):
+        policy = listing_policy(options_of(gen))
+        for uri, problem in source_uris(gen, with_problems=True):
             name = posixpath.basename(uri)
             if uri.startswith(readers.HF):  # hf:PATH#ROW/COLUMN -> folder#ROW/COLUMN
                 path, _, ref = uri.rpartition("#")
                 name = f"{posixpath.basename(path.rstrip('/'))}#{ref}"
-            out.append({"source": "external", "name": name, "uri": uri, "generator": gen.name})
+            item = {"source": "external", "name": name, "uri": uri, "generator": gen.name}
+            refusal = problem or _refusal(uri, policy)
+            if refusal:
+                item["refused"] = refusal
+            out.append(item)
     return out
+
+
+def _refusal(uri: str, policy: paths.ReadPolicy) -> str | None:
+    """Why the listing-time policy refuses ``uri`` (outside its listing's root, a URL), or None.
+    Images inside a saved dataset (hf:) are checked when read."""
+    if uri.startswith(readers.HF):
+        return None
+    try:
+        paths.check(uri, policy)
+    except paths.InputRefused as e:
+        return e.reason
+    return None
 
 
 SAMPLES_FILE = Path(__file__).resolve().parent.parent / "data" / "samples.yaml"
@@ -135,21 +158,26 @@ class Sources(RowStage):
                 raise ConfigurationError(f"unknown sample photo(s): {', '.join(missing)}")
         exts = {e.lower() for e in c.extensions}
         for folder in c.folders:
+            policy = self.policy(folder)
             for uri in readers.list_files(folder, exts):
-                items.append({"source": "folder", "name": posixpath.basename(uri), "uri": uri})
+                item = {"source": "folder", "name": posixpath.basename(uri), "uri": uri}
+                items.append(self._refuse(item, policy))
         for table in c.csv:
             base = readers.parent(table)
-            for rec in readers.read_csv(table, ("path",)):
-                uri = readers.join(base, rec["path"])
-                items.append(
-                    {
-                        "source": "csv",
-                        "name": posixpath.basename(uri),
-                        "uri": uri,
-                        "caption": rec.get("caption") or None,
-                        "license": rec.get("license") or None,
-                    }
-                )
+            policy = self.policy(base)
+            for n, rec in enumerate(readers.read_csv(table, ("path",))):
+                cell = (rec.get("path") or "").strip()
+                uri = readers.join(base, cell) if cell else f"{table}#row={n}"
+                item = {
+                    "source": "csv",
+                    "name": posixpath.basename(uri),
+                    "uri": uri,
+                    "caption": rec.get("caption") or None,
+                    "license": rec.get("license") or None,
+                }
+                if not cell:
+                    item["refused"] = f"row {n} of {table} names no file (empty path)"
+                items.append(self._refuse(item, policy))
         for ds in c.datasets:
             items.extend(self.dataset_items(ds))
         items.extend(external_source_items(self.ctx.config))
@@ -159,8 +187,12 @@ class Sources(RowStage):
         """Items of one ``datasets:`` entry (hf:PATH or coco:PATH)."""
         c = self.cfg
         if ds.startswith(readers.COCO):
+            policy = self.policy(readers.parent(ds[len(readers.COCO) :]))
             return [
-                {"source": "coco", **{k: r[k] for k in ("name", "uri", "caption", "license")}}
+                self._refuse(
+                    {"source": "coco", **{k: r[k] for k in ("name", "uri", "caption", "license")}},
+                    policy,
+                )
                 for r in readers.coco_records(ds[len(readers.COCO) :])
             ]
         if ds.startswith(readers.HF):
@@ -184,15 +216,72 @@ class Sources(RowStage):
             "or coco: (COCO caption JSON)"
         )
 
+    def policy(self, *roots: str) -> paths.ReadPolicy:
+        """The read policy of a listing rooted at ``roots`` (all declared roots when none)."""
+        c = self.cfg
+        return paths.ReadPolicy(
+            tuple(roots) if roots else self.declared_roots(),
+            allow_remote=c.allow_remote or self._external_flag("allow_remote"),
+            allow_private_hosts=c.allow_private_hosts or self._external_flag("allow_private_hosts"),
+            max_bytes=int(c.max_file_mb * 1024 * 1024),
+            extra=tuple(c.allowed_roots) + self._external_roots(),
+        )
+
+    def _externals(self) -> list[Any]:
+        from forenset.backends.image.external import options_of
+
+        gens = getattr(self.ctx.config, "generators", None) or []
+        return [options_of(g) for g in gens if g.backend == "external"]
+
+    def _external_flag(self, name: str) -> bool:
+        return any(getattr(o, name) for o in self._externals())
+
+    def _external_roots(self) -> tuple[str, ...]:
+        return tuple(r for o in self._externals() for r in o.allowed_roots)
+
+    def declared_roots(self) -> tuple[str, ...]:
+        """Every listing's root: the folders, the CSVs' and COCO files' folders, the saved
+        datasets, the external generators' folders."""
+        from forenset.backends.image.external import listing_root
+
+        c = self.cfg
+        roots = [*c.folders, *(readers.parent(t) for t in c.csv)]
+        for ds in c.datasets:
+            if ds.startswith(readers.COCO):
+                roots.append(readers.parent(ds[len(readers.COCO) :]))
+            elif ds.startswith(readers.HF):
+                roots.append(ds[len(readers.HF) :])
+        roots.extend(listing_root(o) for o in self._externals())
+        return tuple(roots)
+
+    @staticmethod
+    def _refuse(item: dict[str, Any], policy: paths.ReadPolicy) -> dict[str, Any]:
+        """``item`` with ``refused`` set when the listing's policy refuses its URI."""
+        if "refused" not in item:
+            why = _refusal(item["uri"], policy)
+            if why:
+                item["refused"] = why
+        return item
+
     def read_item(self, item: dict[str, Any]) -> bytes:
         uri = item["uri"]
+        if item.get("refused"):
+            raise StageRowError(f"refused: {item['refused']}")
         if uri.startswith("sample://"):
             return load_sample_bytes(uri.removeprefix("sample://"))
         limit = int(self.cfg.max_file_mb * 1024 * 1024)
+        if not uri.startswith(readers.HF) and "://" not in uri:
+            try:
+                paths.check(uri, self.policy())  # a symlink leading out, before any stat
+            except paths.InputRefused as e:
+                raise StageRowError(f"refused: {e.reason}") from None
         size = readers.size_of(uri)
         if size is not None and size > limit:
             raise StageRowError(f"file is larger than max_file_mb ({size} bytes)")
-        data = readers.read_uri(uri)
+        try:
+            data = readers.read_uri(uri, self.policy())
+        except paths.InputRefused as e:
+            raise StageRowError(f"refused: {e.reason}") from None
         if len(data) > limit:
             raise StageRowError(f"file is larger than max_file_mb ({len(data)} bytes)")
         return data
@@ -214,8 +303,12 @@ class Sources(RowStage):
                 if key:
                     fresh[key] = sha
             except (OSError, StageRowError, KeyError, IndexError) as e:
+                if resource_exhausted(e):
+                    raise  # out of descriptors or memory while planning: stop, rerun later
                 sha = hashlib.sha256(f"unreadable:{it['uri']}".encode()).hexdigest()
                 it["read_error"] = str(e)
+                if transient(e):  # an I/O error of a flaky mount: retried by the next build
+                    it["read_retryable"] = True
             it["sha256"] = sha
             it["image_id"] = f"img-{sha[:16]}"
             if sha in seen:
@@ -241,6 +334,8 @@ class Sources(RowStage):
         (as git's index does), a bundled sample's loader and package version. None: no cache
         (a file over ``max_file_mb`` is read, to fail with its reason)."""
         uri = item["uri"]
+        if item.get("refused"):
+            return None
         if uri.startswith("sample://"):
             loader = uri.removeprefix("sample://")
             return f"{uri}|{_dist_version(loader.split('.', 1)[0])}"
@@ -277,7 +372,9 @@ class Sources(RowStage):
             "model": "pillow",
         }
         if it.get("read_error"):
-            raise StageRowError(f"cannot read {it['uri']}: {it['read_error']}")
+            raise StageRowError(
+                f"cannot read {it['uri']}: {it['read_error']}", bool(it.get("read_retryable"))
+            )
         if it.get("duplicate_of"):
             raise StageRowError(f"duplicate of {it['duplicate_of']} (identical bytes)")
         data = self.read_item(it)

@@ -345,6 +345,7 @@ def test_cli_prints_table5(tmp_path, models):
 
 def test_cli_without_eval_scores_says_so(tmp_path):
     (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "state.json").write_text("{}")  # a run (a bare folder is refused)
     res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")])
     assert res.exit_code == 1
     assert "has no eval_scores" in res.output

@@ -25,10 +25,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from forenset import readers
+from forenset import paths, readers
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageResult
 from forenset.confbase import Strict
-from forenset.errors import ConfigurationError
+from forenset.errors import ConfigurationError, resource_exhausted, transient
 from forenset.images import BadImage, normalise
 
 MAX_PIXELS = 40_000_000
@@ -46,6 +46,35 @@ class ExternalOptions(Strict):
     target_column: str = "target"  # optional: the edited entity, in the caption's words
     bbox_column: str = "bbox"  # optional: the edited region, "x0,y0,x1,y1" as image fractions
     only: str | None = None  # keep only rows whose generator column equals this
+    # the read policy (forenset.paths): listed files must lie inside the listing's folder or
+    # one of allowed_roots; URLs only with allow_remote (never private hosts unless allowed)
+    allowed_roots: list[str] = []
+    allow_remote: bool = False
+    allow_private_hosts: bool = False
+    max_file_mb: float = 64
+
+
+def listing_table(opts: ExternalOptions) -> str:
+    """The CSV of a folder or CSV listing."""
+    path = opts.path
+    return path if path.lower().endswith(".csv") else path.rstrip("/") + "/metadata.csv"
+
+
+def listing_root(opts: ExternalOptions) -> str:
+    """The folder the listing's paths must stay inside (the saved dataset for hf:)."""
+    if opts.path.startswith(readers.HF):
+        return opts.path[len(readers.HF) :]
+    return readers.parent(listing_table(opts))
+
+
+def listing_policy(opts: ExternalOptions) -> paths.ReadPolicy:
+    return paths.ReadPolicy(
+        (listing_root(opts),),
+        allow_remote=opts.allow_remote,
+        allow_private_hosts=opts.allow_private_hosts,
+        max_bytes=int(opts.max_file_mb * 1024 * 1024),
+        extra=tuple(opts.allowed_roots),
+    )
 
 
 def options_problem(options: dict[str, Any]) -> str | None:
@@ -79,7 +108,7 @@ def records(opts: ExternalOptions) -> list[dict[str, Any]]:
         rows = readers.hf_records(path[len(readers.HF) :], image_cols)
         base = ""
     else:
-        table = path if path.lower().endswith(".csv") else path.rstrip("/") + "/metadata.csv"
+        table = listing_table(opts)
         rows = readers.read_csv(table, image_cols + (opts.instruction_column,))
         base = readers.parent(table)
     out = []
@@ -88,6 +117,8 @@ def records(opts: ExternalOptions) -> list[dict[str, Any]]:
         if opts.only is not None and gen != opts.only:
             continue
         src, edited = r.get(opts.source_column), r.get(opts.edited_column)
+        src = src.strip() if isinstance(src, str) else src
+        edited = edited.strip() if isinstance(edited, str) else edited
         out.append(
             {
                 "row": i,
@@ -115,13 +146,19 @@ def parse_box(value: Any) -> list[float] | None:
     return [x0, y0, x1, y1] if 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1 else None
 
 
-def source_uris(generator: Any) -> list[str]:
-    """The distinct source-photo URIs of an external generator's rows, in listing order."""
-    seen: dict[str, None] = {}
-    for r in records(options_of(generator)):
+def source_uris(generator: Any, with_problems: bool = False) -> list[Any]:
+    """The distinct source-photo URIs of an external generator's rows, in listing order. With
+    ``with_problems``: (uri, problem) pairs, where a row that names no source photo is listed
+    too (as ``<listing>#row=N``, with its problem), so it becomes an error row, not a gap."""
+    opts = options_of(generator)
+    seen: dict[str, str | None] = {}
+    for r in records(opts):
         if r["source"]:
             seen.setdefault(r["source"], None)
-    return list(seen)
+        elif with_problems:
+            where = f"{opts.path}#row={r['row']}"
+            seen.setdefault(where, f"row {r['row']} of {opts.path} names no source photo")
+    return list(seen.items()) if with_problems else list(seen)
 
 
 def listing_id(generator: Any) -> str:
@@ -145,9 +182,9 @@ def listing_id(generator: Any) -> str:
             st = os.stat(f)
             h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
         return h.hexdigest()[:16]
-    table = path if path.lower().endswith(".csv") else path.rstrip("/") + "/metadata.csv"
-    try:
-        h.update(readers.read_uri(table))
+    table = listing_table(opts)
+    try:  # a regular file only (a FIFO named metadata.csv must not hang the build)
+        h.update(readers.read_uri(table, paths.ReadPolicy((table,), True, True)))
     except OSError:
         h.update(b"missing")
     return h.hexdigest()[:16]
@@ -169,6 +206,7 @@ class ExternalImports:
         self.generator = generator
         self.opts = opts
         self._index: tuple[str, dict[str, list[tuple[dict[str, Any], bytes]]]] | None = None
+        self.policy = listing_policy(opts)
 
     @classmethod
     def from_generator(cls, generator: Any) -> ExternalImports:
@@ -191,7 +229,7 @@ class ExternalImports:
                 continue
             if r["source"] not in cache:
                 try:
-                    cache[r["source"]] = readers.read_uri(r["source"])
+                    cache[r["source"]] = readers.read_uri(r["source"], self.policy)
                 except (OSError, KeyError, IndexError):
                     cache[r["source"]] = None
             data = cache[r["source"]]
@@ -214,19 +252,24 @@ class ExternalImports:
         params = {"row": rec["row"], "edited": rec["edited"], "source": rec["source"]}
         model = rec["generator"] or "unknown"
 
-        def fail(msg: str) -> ImageResult:
-            return ImageResult(None, "error", msg, False, time.perf_counter() - t0, model)
+        def fail(msg: str, retryable: bool = False) -> ImageResult:
+            return ImageResult(None, "error", msg, retryable, time.perf_counter() - t0, model)
 
         if not rec["instruction"]:
             return fail(f"row {rec['row']} has no instruction")
         if not rec["edited"]:
             return fail(f"row {rec['row']} names no edited image")
         try:
-            data = readers.read_uri(rec["edited"])
+            data = readers.read_uri(rec["edited"], self.policy)
+        except paths.InputRefused as e:
+            return fail(f"edited image refused: {e.reason}")
         except FileNotFoundError:
             return fail(f"edited image {rec['edited']} does not exist")
         except (OSError, KeyError, IndexError) as e:
-            return fail(f"edited image {rec['edited']} cannot be read: {e}")
+            if resource_exhausted(e):
+                raise  # out of descriptors or memory: the shard fails and is redone
+            # an I/O error of a flaky mount is retried by the next build, never terminal
+            return fail(f"edited image {rec['edited']} cannot be read: {e}", transient(e))
         try:
             edited = normalise(data, max_side=1 << 30, max_pixels=MAX_PIXELS)
         except BadImage as e:

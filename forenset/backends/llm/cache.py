@@ -59,5 +59,8 @@ class ResponseCache:
             return None  # a damaged entry is a miss, the next put repairs it
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
-        data = json.dumps({"key": key, **entry}, sort_keys=True).encode("utf-8")
+        from forenset.redact import redact
+
+        # a reply that echoes a secret is cached without it (forenset.redact)
+        data = redact(json.dumps({"key": key, **entry}, sort_keys=True)).encode("utf-8")
         write_atomic(self.fs, self.root, self.path(key), data)

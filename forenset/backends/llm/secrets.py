@@ -18,16 +18,22 @@ def api_key(env_name: str | None) -> str | None:
         return None
     value = os.environ.get(env_name)
     if value:
+        from forenset.redact import remember
+
         with _LOCK:
             _KNOWN.add(value)
+        remember(value)
     return value or None
 
 
 def redact(text: str) -> str:
-    """Replace every known key (and key-like tokens) with '***'."""
+    """Replace every known key (and key-like tokens) with '***' (forenset.redact, the one
+    redaction every stored text goes through)."""
+    from forenset.redact import redact as redact_all
+
     with _LOCK:
         known = sorted(_KNOWN, key=len, reverse=True)
     for key in known:
         if key and key in text:
             text = text.replace(key, "***")
-    return _TOKEN_LIKE.sub("***", text)
+    return redact_all(_TOKEN_LIKE.sub("***", text))

@@ -1,0 +1,115 @@
+"""Strict readings of values that come from files a user hands in (Label Studio exports,
+predictions, YAML configs), shared by every importer.
+
+Why: Python's truthiness reads ``"false"`` as true, ``int(1e30)`` does not fit an Arrow int64
+column (the whole shard then fails), ``float("nan")`` passes ``float()``, and PyYAML keeps the
+last of two equal keys without a word. Each helper answers None (or raises ValueError with one
+sentence) instead, so the caller can write an error row or refuse the file.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import yaml
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+TRUE = {"true", "yes", "1", "on"}
+FALSE = {"false", "no", "0", "off", ""}
+
+
+def strict_bool(value: Any, default: bool = False) -> bool | None:
+    """``value`` as a bool: a JSON bool, 0/1, or one of true/false/yes/no/on/off/1/0 (any
+    case); ``default`` for None; None when it is anything else (the caller reports it)."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in TRUE:
+            return True
+        if v in FALSE:
+            return False
+    return None
+
+
+def int64(value: Any) -> int | None:
+    """``value`` as an integer that fits int64 (an integral float or digit string too), else
+    None: a bool, 1.5, 1e30, NaN, a list."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        value = int(value)
+    elif isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, int):
+        return None
+    return value if INT64_MIN <= value <= INT64_MAX else None
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a finite float (a number or numeric string), else None (NaN, inf, a bool,
+    text)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that repeats a key."""
+
+
+def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    loader.flatten_mapping(node)
+    seen: dict[Any, Any] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            hash(key)
+        except TypeError:
+            continue  # the base constructor reports unhashable keys itself
+        if key in seen:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (line {mark.line + 1}; first at line {seen[key].line + 1})",
+                mark,
+            )
+        seen[key] = key_node.start_mark
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` that raises ``yaml.YAMLError`` on a repeated key."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader subclass
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value: Any) -> Any:
+    """A CSV cell that a spreadsheet will not run as a formula: text starting with ``=``,
+    ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'`` (OWASP's advice for
+    CSV injection); numbers, and text that is a plain number such as ``-3``, stay."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_START):
+        return value
+    if finite(value) is not None:
+        return value
+    return "'" + value
