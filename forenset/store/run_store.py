@@ -27,6 +27,7 @@ import io
 import json
 import os
 import posixpath
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -111,9 +112,12 @@ class RunStore:
         self.fs, root = open_fs(self.uri, self.storage)
         self.root = root.rstrip("/") if root not in ("/", "") else root
         self.is_local = _is_local_fs(self.fs)
+        # object stores: recent blobs and whole small shards, so that the stages of one build
+        # do not fetch them again (blobs never change; a shard is checked against its footer)
         self._blobs: dict[str, bytes] = {}  # insertion-ordered: oldest first
         self._blob_bytes = 0
-        self._small: dict[str, bytes] = {}  # whole small shards read for their footers
+        self._small: dict[str, bytes] = {}
+        self._cache_lock = threading.Lock()
         if self.is_local:
             self.fs.makedirs(self.root, exist_ok=True)  # object stores have no directories
 
@@ -189,13 +193,25 @@ class RunStore:
     def _remember_blob(self, ref: str, data: bytes) -> None:
         """Blobs never change (content addressed), so a process keeps the recent ones: the
         stages of one build read each image several times."""
-        if self.is_local or len(data) > BLOB_CACHE_BYTES // 8 or ref in self._blobs:
+        if self.is_local or len(data) > BLOB_CACHE_BYTES // 8:
             return
-        self._blobs[ref] = data
-        self._blob_bytes += len(data)
-        while self._blob_bytes > BLOB_CACHE_BYTES:
-            old = next(iter(self._blobs))
-            self._blob_bytes -= len(self._blobs.pop(old))
+        with self._cache_lock:
+            if ref in self._blobs:
+                return
+            self._blobs[ref] = data
+            self._blob_bytes += len(data)
+            while self._blob_bytes > BLOB_CACHE_BYTES:
+                old = next(iter(self._blobs))
+                self._blob_bytes -= len(self._blobs.pop(old))
+
+    def _remember_shard(self, rel: str, data: bytes) -> None:
+        if self.is_local or len(data) >= FOOTER_TAIL:
+            return
+        with self._cache_lock:
+            self._small.pop(rel, None)
+            self._small[rel] = data
+            while len(self._small) > 256:
+                self._small.pop(next(iter(self._small)))
 
     # -- shards ------------------------------------------------------------------
     def write_shard(
@@ -230,6 +246,7 @@ class RunStore:
         buf = io.BytesIO()
         pq.write_table(table, buf, compression="zstd", row_group_size=10_000)
         self.write_bytes_atomic(rel, buf.getvalue())
+        self._remember_shard(rel, buf.getvalue())
         return info
 
     def shard_info(self, stage: str, shard_id: str, partition: dict[str, str]) -> ShardInfo | None:
@@ -261,9 +278,7 @@ class RunStore:
             with self.fs.open(path, "rb") as f:
                 return pq.read_metadata(f).metadata or {}
         if len(tail) < FOOTER_TAIL:  # the whole file: read_shard will not fetch it again
-            self._small[rel] = tail
-            if len(self._small) > 256:
-                self._small.pop(next(iter(self._small)))
+            self._remember_shard(rel, tail)
             return pq.read_metadata(pa.BufferReader(tail)).metadata or {}
         return pq.read_metadata(pa.BufferReader(b"PAR1" + tail[-(footer_len + 8) :])).metadata or {}
 
@@ -274,12 +289,14 @@ class RunStore:
                 # imports pandas (~0.6 s) — planning reads shards on every build, no-op reruns too
                 t = pq.ParquetFile(f).read(columns=columns)
             return t.replace_schema_metadata(None)
-        data = self._small.pop(info.path, None)
+        data = self._small.get(info.path)
         pf = pq.ParquetFile(pa.BufferReader(data)) if data is not None else None
         if pf is not None and not _same_commit(pf, info):
             pf = None  # rewritten since its footer was read (another build's shard)
         if pf is None:
-            pf = pq.ParquetFile(pa.BufferReader(self._get(self.path(info.path))))
+            data = self._get(self.path(info.path))
+            self._remember_shard(info.path, data)
+            pf = pq.ParquetFile(pa.BufferReader(data))
         return pf.read(columns=columns).replace_schema_metadata(None)
 
     # -- manifests -----------------------------------------------------------------
