@@ -289,15 +289,30 @@ class RunStore:
                 # imports pandas (~0.6 s) — planning reads shards on every build, no-op reruns too
                 t = pq.ParquetFile(f).read(columns=columns)
             return t.replace_schema_metadata(None)
-        data = self._small.get(info.path)
-        pf = pq.ParquetFile(pa.BufferReader(data)) if data is not None else None
-        if pf is not None and not _same_commit(pf, info):
-            pf = None  # rewritten since its footer was read (another build's shard)
-        if pf is None:
-            data = self._get(self.path(info.path))
-            self._remember_shard(info.path, data)
-            pf = pq.ParquetFile(pa.BufferReader(data))
+        pf = pq.ParquetFile(pa.BufferReader(self.shard_bytes([info])[0]))
         return pf.read(columns=columns).replace_schema_metadata(None)
+
+    def shard_bytes(self, infos: list[ShardInfo]) -> list[bytes]:
+        """Object stores: the files of committed shards, from this process's copies where their
+        footers match, the others fetched by concurrent GETs (one each)."""
+        out: list[bytes | None] = []
+        for info in infos:
+            data = self._small.get(info.path)
+            if data is not None and not _same_commit(pq.ParquetFile(pa.BufferReader(data)), info):
+                data = None  # rewritten since this process saw it (another build's shard)
+            out.append(data)
+        missing = [i.path for i, d in zip(infos, out, strict=True) if d is None]
+        if missing:
+            got = self.fs.cat([self.path(p) for p in missing], on_error="raise")
+            strip = self.fs._strip_protocol
+            by_rel = {
+                p: got[self.path(p)] if self.path(p) in got else got[strip(self.path(p))]
+                for p in missing
+            }
+            for p, data in by_rel.items():
+                self._remember_shard(p, data)
+            out = [d if d is not None else by_rel[i.path] for i, d in zip(infos, out, strict=True)]
+        return out  # type: ignore[return-value]
 
     # -- manifests -----------------------------------------------------------------
     def manifest_path(self, stage: str) -> str:
