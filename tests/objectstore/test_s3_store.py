@@ -216,3 +216,21 @@ def test_storage_section_refuses_secrets():
     cfg = validate_config({"storage": {"endpoint": "http://127.0.0.1:9000", "profile": "p"}})
     assert cfg.storage.profile == "p"
     assert "s3cr3t" not in json.dumps(cfg.resolved())
+
+
+def test_storage_options_map_to_each_driver():
+    """The config's fields as s3fs and gcsfs take them; local and memory runs take none."""
+    st = StorageConfig(endpoint="http://127.0.0.1:9000", region="eu-west-1", profile="ci")
+    assert storage_options("s3://b/run", st) == {
+        "endpoint_url": "http://127.0.0.1:9000",
+        "profile": "ci",
+        "client_kwargs": {"region_name": "eu-west-1"},
+        "use_listings_cache": False,
+    }
+    assert storage_options("gs://b/run", StorageConfig(anonymous=True)) == {
+        "token": "anon",
+        "use_listings_cache": False,
+    }
+    assert storage_options("s3://b/run", StorageConfig(anonymous=True))["anon"] is True
+    assert storage_options("/tmp/run", st) == {}
+    assert storage_options("memory://run", st) == {}
