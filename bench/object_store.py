@@ -8,6 +8,7 @@ build is the `forenset build` CLI from an empty run directory, timed wall-clock;
 alternate local / S3 so that load from other users hits both alike.
 
     PYTHONPATH=$PWD python bench/object_store.py [--config demo.yaml] [--repeats 2]
+        [--code <checkout of another commit>]   # builds run that commit's code (before/after)
 """
 
 from __future__ import annotations
@@ -58,11 +59,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=None, help="build config (default: the demo)")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--code", default=str(ROOT), help="checkout whose forenset the builds run")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-object-store-"))
     base_env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(Path(args.code).resolve()),
         "PREFECT_HOME": str(tmp / "prefect"),
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     }

@@ -67,6 +67,20 @@ def _kill_tree(p: subprocess.Popen) -> None:
     p.wait(timeout=60)
 
 
+def _wait_for_shards(store: RunStore, k: int, p: subprocess.Popen) -> None:
+    """Until ``k`` shard files are committed (a fresh listing each time), bounded."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and p.poll() is None:
+        try:
+            n = sum(f.endswith(".parquet") for f in store.fs.find(store.path("stages")))
+        except FileNotFoundError:
+            n = 0
+        if n >= k:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {k} shard files after 600 s")
+
+
 def _digests(store: RunStore) -> dict[str, str]:
     """Per stage: hash of its rows (timing columns dropped, rows sorted by key)."""
     return {
@@ -83,12 +97,15 @@ def test_demo_on_s3_killed_and_resumed_matches_local(s3, tmp_path):
     assert p.returncode == 0, out[-3000:]
 
     uri = f"s3://{s3.bucket}/demo"
-    delay = random.uniform(8, 40)
-    print(f"SIGKILL after {delay:.1f} s")  # shown when the test fails
+    # a random point inside the build: after k committed shard files (the demo commits ~130),
+    # then up to half a second more, so that some kills land mid-write
+    k, delay = random.randint(5, 90), random.uniform(0, 0.5)
+    print(f"SIGKILL after {k} shard files + {delay:.2f} s")  # shown when the test fails
     p = _cli([str(cfg), "--run-dir", uri], tmp_path)
+    _wait_for_shards(RunStore(uri), k, p)
     time.sleep(delay)
-    if p.poll() is None:
-        _kill_tree(p)
+    assert p.poll() is None, "the build ended before the kill: the test would prove nothing"
+    _kill_tree(p)
     store = RunStore(uri)
     state = store.read_json("state.json", default={}) or {}
     print("killed at:", {k: v.get("done") for k, v in state.get("stages", {}).items()})
