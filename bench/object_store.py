@@ -32,9 +32,12 @@ ROOT = Path(__file__).resolve().parents[1]
 def build(run_dir: str, config: str | None, env: dict[str, str]) -> float:
     cmd = [sys.executable, "-m", "forenset.cli", "build", "--run-dir", run_dir]
     if config:
-        cmd.insert(4, config)
+        cmd.insert(4, str(Path(config).resolve()))
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    # cwd: not this checkout, whose forenset `python -m` would import before PYTHONPATH's
+    p = subprocess.run(
+        cmd, env=env, capture_output=True, text=True, check=False, cwd=env["PREFECT_HOME"]
+    )
     dt = time.perf_counter() - t0
     if p.returncode != 0:
         sys.exit(f"build of {run_dir} failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
@@ -62,6 +65,7 @@ def main() -> None:
     ap.add_argument("--code", default=str(ROOT), help="checkout whose forenset the builds run")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-object-store-"))
+    (tmp / "prefect").mkdir()
     base_env = {
         **os.environ,
         "PYTHONPATH": str(Path(args.code).resolve()),

@@ -19,10 +19,10 @@ import psutil
 import pytest
 import yaml
 
-from forenset.config import DEFAULT_CONFIG
+from forenset.config import DEFAULT_CONFIG, load_config
 from forenset.stages import stage_names
 from forenset.store.run_store import RunStore
-from tests.helpers import rows
+from tests.helpers import rows, run_local
 
 pytestmark = pytest.mark.slow
 
@@ -55,6 +55,8 @@ def _cli(args: list[str], tmp_path: Path) -> subprocess.Popen:
 
 def _kill_tree(p: subprocess.Popen) -> None:
     """SIGKILL the build and every process it started (Dask workers, Prefect's server)."""
+    if p.poll() is not None:
+        return
     try:
         procs = [p.pid, *(c.pid for c in psutil.Process(p.pid).children(recursive=True))]
     except psutil.NoSuchProcess:
@@ -89,12 +91,11 @@ def _digests(store: RunStore) -> dict[str, str]:
     }
 
 
+@pytest.mark.timeout(1800)  # three demo builds: ~4 min on an idle 2-core machine
 def test_demo_on_s3_killed_and_resumed_matches_local(s3, tmp_path):
     cfg = _config(tmp_path)
     local = tmp_path / "local"
-    p = _cli([str(cfg), "--run-dir", str(local)], tmp_path)
-    out, _ = p.communicate(timeout=900)
-    assert p.returncode == 0, out[-3000:]
+    run_local(load_config(cfg), str(local))  # the reference: the bare thread loop, local disk
 
     uri = f"s3://{s3.bucket}/demo"
     # a random point inside the build: after k committed shard files (the demo commits ~130),
@@ -102,16 +103,21 @@ def test_demo_on_s3_killed_and_resumed_matches_local(s3, tmp_path):
     k, delay = random.randint(5, 90), random.uniform(0, 0.5)
     print(f"SIGKILL after {k} shard files + {delay:.2f} s")  # shown when the test fails
     p = _cli([str(cfg), "--run-dir", uri], tmp_path)
-    _wait_for_shards(RunStore(uri), k, p)
-    time.sleep(delay)
-    assert p.poll() is None, "the build ended before the kill: the test would prove nothing"
-    _kill_tree(p)
+    try:
+        _wait_for_shards(RunStore(uri), k, p)
+        time.sleep(delay)
+        assert p.poll() is None, "the build ended before the kill: the test would prove nothing"
+    finally:
+        _kill_tree(p)
     store = RunStore(uri)
     state = store.read_json("state.json", default={}) or {}
     print("killed at:", {k: v.get("done") for k, v in state.get("stages", {}).items()})
 
     p = _cli([str(cfg), "--run-dir", uri], tmp_path)  # resume: the same command
-    out, _ = p.communicate(timeout=900)
+    try:
+        out, _ = p.communicate(timeout=1200)
+    finally:
+        _kill_tree(p)
     assert p.returncode == 0, out[-3000:]
     assert "Export:" in out or "Nothing to do" in out, out[-2000:]
 
@@ -127,7 +133,11 @@ def test_two_builds_on_one_s3_run_dir_one_is_refused(s3, tmp_path):
     path.write_text(yaml.safe_dump(cfg))
     uri = f"s3://{s3.bucket}/run"
     builds = [_cli([str(path), "--run-dir", uri], tmp_path) for _ in range(2)]
-    outs = [b.communicate(timeout=900)[0] for b in builds]
+    try:
+        outs = [b.communicate(timeout=900)[0] for b in builds]
+    finally:
+        for b in builds:
+            _kill_tree(b)
     codes = sorted(b.returncode for b in builds)
     assert codes[0] == 0 and codes[1] != 0, outs
     refused = next(o for b, o in zip(builds, outs, strict=True) if b.returncode != 0)
