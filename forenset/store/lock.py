@@ -12,8 +12,10 @@ While a build runs, a daemon thread rewrites the heartbeat every ``lease_s / 3``
 is taken over when its holder is a dead process on this host, or when its heartbeat is older
 than the lease (its host died or lost the network). Takeover on POSIX renames the stale lock
 aside first (one renamer wins) and then creates anew; on object stores it deletes and creates
-conditionally, then re-reads the lock to confirm the token, so two takers do not both proceed.
-Clocks of the hosts must agree to well within the lease (NTP does).
+conditionally, then re-reads the lock to confirm the token, so two takers do not both proceed
+(left open: two takers of one expired lock whose read-to-delete steps interleave within the
+~50 ms confirmation wait; S3 has no conditional delete that s3fs exposes). Clocks of the hosts
+must agree to well within the lease (NTP does).
 """
 
 from __future__ import annotations
@@ -130,8 +132,8 @@ class RunLock:
         else:
             self.fs.pipe_file(self.path, data)
 
-    def _remove_stale(self) -> bool:
-        """Move a stale lock out of the way; False when another taker was first."""
+    def _remove_stale(self, held: dict[str, Any]) -> bool:
+        """Move the stale lock ``held`` out of the way; False when another taker was first."""
         if self.posix:
             aside = f"{self.path}.stale-{uuid.uuid4().hex[:8]}"
             try:
@@ -140,6 +142,8 @@ class RunLock:
                 return False
             os.unlink(aside)
             return True
+        if (self.read() or {}).get("token") != held.get("token"):
+            return False  # replaced since we judged it stale: by another taker
         try:
             self.fs.rm_file(self.path)
         except FileNotFoundError:
@@ -190,7 +194,7 @@ class RunLock:
                 continue  # released between our create and read
             if self.stale_reason(held) is None:
                 raise RunLockedError(self.refusal(held))
-            self._remove_stale()
+            self._remove_stale(held)
         held = self.read() or {}
         raise RunLockedError(self.refusal(held))
 
