@@ -234,3 +234,29 @@ def test_storage_options_map_to_each_driver():
     assert storage_options("s3://b/run", StorageConfig(anonymous=True))["anon"] is True
     assert storage_options("/tmp/run", st) == {}
     assert storage_options("memory://run", st) == {}
+
+
+@pytest.mark.slow
+def test_credentials_from_a_prefect_secret_block(s3, monkeypatch):
+    """With no credentials in the environment, ``storage.credentials_block`` supplies them at
+    run time; the block's name is all that the run directory's config holds."""
+    from prefect.blocks.system import Secret
+    from prefect.testing.utilities import prefect_test_harness
+
+    key, secret = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()  # instances of earlier tests hold their credentials
+    uri = f"s3://{s3.bucket}/run"
+    with prefect_test_harness(server_startup_timeout=120):
+        Secret(value={"key": key, "secret": secret}).save("forenset-s3-test", overwrite=True)
+        with pytest.raises(Exception, match="(?i)credential"):
+            RunStore(uri).write_json("probe.json", {})  # nothing in the environment
+        store = RunStore(uri, StorageConfig(credentials_block="forenset-s3-test"))
+        store.write_json("probe.json", {"ok": 1})
+        assert store.read_json("probe.json") == {"ok": 1}
+    assert secret not in StorageConfig(credentials_block="forenset-s3-test").model_dump_json()
