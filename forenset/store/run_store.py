@@ -405,6 +405,11 @@ class RunStore:
             except FileNotFoundError:
                 continue
             tmps += [p for p in found if ".tmp-" in posixpath.basename(p)]
+        if self.is_local:  # a lock heartbeat's or takeover's file, left by a SIGKILL
+            held = _LOCKS.get(self.path(LOCK_NAME))
+            mine = held[0].token[:8] if held else None
+            leftovers = self.fs.glob(self.path(LOCK_NAME + ".*"))
+            tmps += [p for p in leftovers if not (mine and p.endswith(mine))]
         for p in tmps:
             _remove_quietly(self.fs, p)
         return len(tmps)

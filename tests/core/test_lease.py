@@ -107,3 +107,15 @@ def test_a_frozen_holder_loses_the_lease_and_leaves_the_new_lock_alone(tmp_path)
     finally:
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(timeout=30)
+
+
+def test_files_left_by_a_killed_heartbeat_are_swept(tmp_path):
+    (tmp_path / "build.lock.hb-deadbeef").write_text("{}")
+    (tmp_path / "build.lock.stale-0badf00d").write_text("{}")
+    store = RunStore(str(tmp_path))
+    store.acquire_lock()
+    try:
+        assert store.remove_temp_files() == 2
+        assert sorted(os.listdir(tmp_path)) == ["build.lock"]
+    finally:
+        store.release_lock()
