@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError, create_model, model_validator
 from forenset.confbase import ConfigError, Strict, operational
 from forenset.exports.settings import ExportSettings
 from forenset.stages import stage_classes
+from forenset.store.storage import StorageConfig
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "data" / "demo.yaml"
 
@@ -97,6 +98,8 @@ class BuildSettings(Strict):
 
     seed: int = 0  # every stage's fingerprint covers it
     run_dir: str = operational("runs/demo")
+    # how to reach an object-store run_dir (endpoint, region, profile...; no secrets)
+    storage: StorageConfig = operational(StorageConfig())
     # decides which sources shards exist; each shard's params list its items
     shard_size: int = operational(256, ge=1, le=1_000_000)
     export: ExportConfig = ExportConfig()

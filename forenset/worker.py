@@ -14,6 +14,7 @@ from forenset.errors import ConfigurationError
 from forenset.redact import install_log_redaction, redact_table, remember_config
 from forenset.runtime import tune_allocator
 from forenset.store.run_store import RunStore, ShardInfo
+from forenset.store.storage import use_storage
 from forenset.tasks.base import ContractError, ShardSpec, Stage, StageContext
 
 _CTX: dict[tuple[str, str], StageContext] = {}
@@ -34,10 +35,11 @@ def context_for(run_uri: str, config: BuildConfig | dict[str, Any] | str) -> Sta
         cfg = _config_from_run_dir(run_uri, config)
     else:
         cfg = config if isinstance(config, BuildConfig) else BuildConfig.model_validate(config)
+        use_storage(cfg.storage)  # inherited by the worker processes this process starts
     key = (run_uri, cfg.config_hash())
     with _LOCK:
         if key not in _CTX:
-            _CTX[key] = StageContext(RunStore(run_uri), cfg)
+            _CTX[key] = StageContext(RunStore(run_uri, cfg.storage), cfg)
         return _CTX[key]
 
 

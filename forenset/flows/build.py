@@ -244,7 +244,7 @@ def run_build(
     running shards: the CLI says so there and arms a second Ctrl-C to quit at once."""
     from forenset.flows.ephemeral import reap_server_with_this_process
 
-    store = RunStore(run_uri)
+    store = RunStore(run_uri, cfg.storage)
     store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
     _CONTROLS[run_uri] = BuildControl(on_event=on_event, on_interrupt=on_interrupt)
     from prefect.exceptions import CancelledRun, FailedRun

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+from fsspec import AbstractFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
 
 from forenset.stages import NON_STAGE_TABLES
 from forenset.stages import table_names as registered_tables
@@ -45,13 +47,44 @@ def _empty_schema(store: RunStore, name: str) -> pa.Schema:
         return pa.schema([("id", pa.string())])
 
 
+class _ShardFiles(MemoryFileSystem):
+    """The shard files of one connection's views, fetched by the run store (one GET each, or
+    none when this process has them already) and held in memory for DuckDB: on an object
+    store DuckDB's reads through fsspec cost a HEAD and ranged GETs per file and query."""
+
+    protocol = ("forenset-shards",)
+    _strip_protocol = classmethod(AbstractFileSystem._strip_protocol.__func__)  # type: ignore[assignment]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.store = {}  # this instance's files (MemoryFileSystem shares a class-level dict)
+        self.pseudo_dirs = [""]
+
+    def add(self, store: RunStore, infos: list) -> list[str]:
+        paths = []
+        for info, data in zip(infos, store.shard_bytes(infos), strict=True):
+            path = f"{store.root.strip('/')}/{info.path}"
+            self.pipe_file(path, data)
+            paths.append(f"forenset-shards://{path}")
+        return paths
+
+
 def connect(store: RunStore, tables: list[str]) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with one view per stage (empty, typed, when the stage has no rows)."""
+    """An in-memory DuckDB with one view per stage (empty, typed, when the stage has no rows).
+
+    Local runs: views over the shard files. Object stores: over copies of them in memory,
+    fetched once (``_ShardFiles``); manifests say which files, so no listing is involved."""
     con = duckdb.connect()
+    mem = None
     if not store.is_local:
-        con.register_filesystem(store.fs)
+        mem = _ShardFiles(skip_instance_cache=True)
+        con.register_filesystem(mem)
     for name in tables:
-        files = [store.local_path(s.path) for s in store.manifest(name) if s.rows > 0]
+        infos = [s for s in store.manifest(name) if s.rows > 0]
+        if mem is not None:
+            files = mem.add(store, infos) if infos else []
+        else:
+            files = [store.local_path(s.path) for s in infos]
         if files:
             lst = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
             con.execute(
