@@ -51,8 +51,12 @@ def _flow_run_and_logs(name_part: str, want: str = ""):
 
 def _read_flow_run_and_logs():
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, LogFilter
-    from prefect.client.schemas.filters import LogFilterFlowRunId
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
     from prefect.client.schemas.sorting import FlowRunSort
 
     async def main():
