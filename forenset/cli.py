@@ -110,6 +110,7 @@ def build(
     """Run the build DAG (resumes: finished shards are skipped)."""
     _quiet_prefect()
     from forenset.config import ConfigError, load_config
+    from forenset.errors import RunnerUnavailable
     from forenset.store.run_store import RunLockedError
 
     try:
@@ -168,8 +169,11 @@ def build(
             )
         except RunLockedError as e:
             fail(str(e))
+        except RunnerUnavailable as e:  # a cluster that is down or refuses us: not the run dir
+            fail(str(e))
         except (PermissionError, OSError) as e:
-            fail(f"cannot write to run directory {run_uri}: {e.strerror or e}")
+            where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+            fail(f"cannot write to run directory {run_uri}{where}: {e.strerror or e}")
         except BuildInterrupted as e:  # running shards committed; nothing partial is visible
             fail(f"{e} (run directory {run_uri})", code=130)
         except BuildFailed as e:  # a configuration problem every shard of a stage would hit

@@ -10,3 +10,9 @@ class ConfigurationError(RuntimeError):
     Every row of the stage would fail for the same reason, so it is not turned into error rows:
     it fails the shard, and the scheduler stops the build with this one-sentence message and a
     non-zero exit before spending the rest of the run."""
+
+
+class RunnerUnavailable(ConfigurationError):
+    """A stage's task runner could not start or connect (a Dask scheduler or Ray cluster that
+    is down, refuses the connection or wants an authentication token). One sentence naming
+    the runner, its address and the cause; the build stops before any shard runs."""

@@ -87,6 +87,48 @@ def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | No
     return DaskTaskRunner(cluster_kwargs={"n_workers": rc.max_workers, "threads_per_worker": 1})
 
 
+def start_runner(stack: Any, rc: RunnerConfig, run_uri: str, config: dict[str, Any], stage: str):
+    """Enter ``rc``'s task runner; a runner that cannot start or connect stops the build with
+    one sentence (``RunnerUnavailable``), not an OSError taken for a run-directory problem."""
+    from forenset.errors import RunnerUnavailable
+
+    try:
+        return stack.enter_context(make_runner(rc, run_uri, config))
+    except Exception as e:  # noqa: BLE001 - whatever the cluster client raised, said once
+        where = f" at {rc.address}" if rc.address else ""
+        why = " ".join(str(e).split()) or type(e).__name__
+        hint = ""
+        if rc.kind == "ray" and "auth" in f"{type(e).__name__} {why}".lower():
+            hint = (
+                "; Ray 2.60 enables token authentication by default: give this process the "
+                "cluster's token (RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH, see docs/cluster.md)"
+            )
+        raise RunnerUnavailable(
+            f"the {rc.kind} runner of stage {stage}{where} could not start: "
+            f"{type(e).__name__}: {why[:300]}{hint}"
+        ) from None
+
+
+def resource_request(rc: RunnerConfig) -> Any:
+    """What one task of this runner asks of its cluster (``runners.<stage>.resources``): Dask
+    worker resources through ``dask.annotate``, Ray options through prefect-ray's
+    ``remote_options``. Threads and processes run on this host: nothing to ask."""
+    from contextlib import nullcontext
+
+    res = rc.resources
+    if res is None:
+        return nullcontext()
+    if rc.kind == "dask" and res.dask():
+        import dask
+
+        return dask.annotate(resources=res.dask())
+    if rc.kind == "ray" and res.ray():
+        from prefect_ray.context import remote_options
+
+        return remote_options(**res.ray())
+    return nullcontext()
+
+
 # The BuildControl of each build this process runs, by run URI: flow parameters are recorded
 # as JSON, so the control object (callbacks, stop flag) cannot travel as one.
 _CONTROLS: dict[str, BuildControl] = {}
@@ -193,23 +235,25 @@ def _build(
             rc = cfg.runner_for(name)
             key = rc.model_dump_json()
             if key not in by_cfg:
-                by_cfg[key] = stack.enter_context(make_runner(rc, run_uri, config))
+                by_cfg[key] = start_runner(stack, rc, run_uri, config, name)
             runners[name] = by_cfg[key]
 
         def submit(stage_name: str, specs: list[ShardSpec]):
-            if cfg.runner_for(stage_name).kind == "deployment":
+            rc = cfg.runner_for(stage_name)
+            if rc.kind == "deployment":
                 (spec,) = specs  # Dispatch for deployments: one shard per submit
                 return _outcome_future(runners[stage_name].submit(stage_name, spec))
             t = tasks[stage_name].with_options(task_run_name=task_run_name(stage_name, specs))
-            return runners[stage_name].submit(
-                t,
-                parameters={
-                    "stage_name": stage_name,
-                    "specs": [spec.to_json() for spec in specs],
-                    "run_uri": run_uri,
-                    "config_hash": config_hash,
-                },
-            )
+            with resource_request(rc):
+                return runners[stage_name].submit(
+                    t,
+                    parameters={
+                        "stage_name": stage_name,
+                        "specs": [spec.to_json() for spec in specs],
+                        "run_uri": run_uri,
+                        "config_hash": config_hash,
+                    },
+                )
 
         scheduler = Scheduler(
             ctx,

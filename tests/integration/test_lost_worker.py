@@ -158,8 +158,10 @@ def test_killed_dask_workers_never_hang_the_build_and_resume_is_identical(tmp_pa
                 "address": addr,
                 "inflight": 16,
                 "min_task_seconds": 0,
-                "retries": 1,
-                "timeout_s": 40,
+                # the build's own watch: no result 60 s after submission = lost. Retries are
+                # covered in tests/core/test_lost_tasks.py; here Dask itself moves w0's shards
+                "retries": 0,
+                "timeout_s": 60,
             },
         },
     )
@@ -181,7 +183,6 @@ def test_killed_dask_workers_never_hang_the_build_and_resume_is_identical(tmp_pa
     assert "build failed:" in out and "TaskLost" in out, out[-4000:]
     state = json.loads((run / "state.json").read_text())
     assert state["status"] == "failed" and "TaskLost" in state["message"]
-    assert state["stages"]["diffs"]["retried"] >= 1  # a lost task was run again first
     assert committed(run, "diffs") < len(list((tmp_path / "ref/stages/diffs").rglob("*.parquet")))
 
     add_worker("w2")  # a fresh node joins; the same command resumes
