@@ -10,7 +10,8 @@ with ``run_deployment``. Results travel through the run store, which must be sha
 Lost runs: each shard-batch run writes a heartbeat object (``_heartbeats/<flow run id>.json``,
 a counter) to the run store every ``heartbeat_s``. The dispatcher polls the run's state and
 the heartbeat; a run RUNNING whose counter has not moved for ``lost_after_s`` (measured on the
-dispatcher's own clock: no clock skew between hosts), or any run past ``timeout_s``, is lost:
+dispatcher's own clock: no clock skew between hosts), or PENDING as long (a worker took it and
+died starting it), or any run past ``timeout_s``, is lost:
 it is forced Crashed through the API (so a deployment ``concurrency_limit`` slot frees) and
 its shards fail with ``TaskLost``, which the scheduler retries up to ``retries`` times.
 """
@@ -135,14 +136,16 @@ def watch_flow_run(
         why = None
         if rc.timeout_s is not None and now - started > rc.timeout_s:
             why = f"no result after {rc.timeout_s:g} s (timeout_s)"
-        elif state is not None and state.is_running():
+        elif state is not None and (state.is_running() or state.is_pending()):
+            # PENDING: a worker took the run and is starting its process. A worker that dies
+            # then leaves it PENDING for ever, so it is timed like a silent RUNNING run
             beat = read_beat(store, str(flow_run_id))
             if beat_at is None or (beat and beat != last_beat):
                 last_beat, beat_at = beat, now
             if now - beat_at > rc.lost_after_s:
                 why = f"no heartbeat for {now - beat_at:.0f} s (lost_after_s {rc.lost_after_s:g})"
         else:
-            beat_at = None  # scheduled or pending: waiting for a worker is not being lost
+            beat_at = None  # scheduled: waiting for a free worker is not being lost
         if why is not None:
             client.set_flow_run_state(flow_run_id, Crashed(message=f"forenset: {why}"), force=True)
             raise TaskLost(f"deployment run {label or flow_run_id} lost: {why}")
