@@ -25,7 +25,7 @@ from tests.helpers import all_rows, run_local
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
-BOUND_S = 420  # the whole build, kill included: it ends (completes or fails) by then
+BOUND_S = 600  # the whole build, kill included: it ends (completes or fails) by then
 
 
 def free_port() -> int:
@@ -138,13 +138,15 @@ def wait_for(cond, build: subprocess.Popen, t0: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def test_killed_dask_workers_never_hang_the_build_and_resume_is_identical(tmp_path, dask_cluster):
-    """Worker 0 killed mid-stage: its shards move to worker 1, the build goes on. Worker 1
-    killed too: no worker is left, so the build must end within a bound (timeout_s, retries)
-    with the reason. A new worker and a rerun complete it with the rows of a local build.
-    On the code before this test the second kill hung the build for ever (nothing timed out
-    a Dask task waiting for a worker)."""
-    addr, workers, add_worker = dask_cluster
+def test_a_killed_dask_worker_does_not_hang_the_build_and_rows_are_identical(
+    tmp_path, dask_cluster
+):
+    """Worker 0 (its nanny and worker process) SIGKILLed while diffs shards run: its shards
+    move to worker 1 and the build completes, within a bound, with the rows of a local build.
+    The other lost-work paths, where nothing is left to run a task (it times out, is retried,
+    then fails with the reason), are in tests/core/test_lost_tasks.py and, for deployment runs
+    whose worker died, tests/integration/test_deployment.py."""
+    addr, workers, _ = dask_cluster
     base = small_config_dict(tmp_path / "ref", scenarios={"enabled": False}, shard_size=1)
     ref = all_rows(run_local(validate_config(base))[0])
     run = tmp_path / "run"
@@ -153,48 +155,25 @@ def test_killed_dask_workers_never_hang_the_build_and_resume_is_identical(tmp_pa
         run_dir=str(run),
         runners={
             "default": {"kind": "threads", "max_workers": 2},
-            "diffs": {
-                "kind": "dask",
-                "address": addr,
-                "inflight": 16,
-                "min_task_seconds": 0,
-                # the build's own watch: no result 60 s after submission = lost. Retries are
-                # covered in tests/core/test_lost_tasks.py; here Dask itself moves w0's shards
-                "retries": 0,
-                "timeout_s": 60,
-            },
+            # a safety net only (a loaded 2-core machine can take a minute per first task):
+            # Dask itself moves the lost worker's tasks
+            "diffs": {"kind": "dask", "address": addr, "inflight": 16, "timeout_s": 300},
         },
     )
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
     t0 = time.monotonic()
-    build = start_build(path, tmp_path / "build1.out")
+    build = start_build(path, tmp_path / "build.out")
     try:
         wait_for(lambda: committed(run, "diffs") >= 1, build, t0, "a diffs shard committed")
         kill_tree(workers[0].pid)  # the nanny and its worker process
-        after_first = committed(run, "diffs")
-        wait_for(lambda: committed(run, "diffs") > after_first, build, t0, "progress on w1")
-        kill_tree(workers[1].pid)  # no worker left: the rest can only time out
+        killed_at = committed(run, "diffs")
         build.wait(timeout=BOUND_S - (time.monotonic() - t0))  # never hangs
     finally:
         kill_tree(build.pid)
-    out = (tmp_path / "build1.out").read_text()
-    assert build.returncode == 1, out[-4000:]
-    assert "build failed:" in out and "TaskLost" in out, out[-4000:]
-    state = json.loads((run / "state.json").read_text())
-    assert state["status"] == "failed" and "TaskLost" in state["message"]
-    assert committed(run, "diffs") < len(list((tmp_path / "ref/stages/diffs").rglob("*.parquet")))
-
-    add_worker("w2")  # a fresh node joins; the same command resumes
-    t1 = time.monotonic()
-    build = start_build(path, tmp_path / "build2.out")
-    try:
-        build.wait(timeout=BOUND_S)
-    finally:
-        kill_tree(build.pid)
-    out = (tmp_path / "build2.out").read_text()
+    out = (tmp_path / "build.out").read_text()
     assert build.returncode == 0, out[-4000:]
     assert "progress: " in out  # piped output: periodic one-line progress
     assert json.loads((run / "state.json").read_text())["status"] == "complete"
+    assert committed(run, "diffs") > killed_at  # the rest ran after the kill, on worker 1
     assert all_rows(RunStore(str(run))) == ref
-    assert time.monotonic() - t1 < BOUND_S
