@@ -93,7 +93,10 @@ def start_runner(stack: Any, rc: RunnerConfig, run_uri: str, config: dict[str, A
     from forenset.errors import RunnerUnavailable
 
     try:
-        return stack.enter_context(make_runner(rc, run_uri, config))
+        runner = stack.enter_context(make_runner(rc, run_uri, config))
+        if rc.kind == "dask":
+            _ = runner.client  # prefect-dask connects lazily, at the first task: connect now
+        return runner
     except Exception as e:  # noqa: BLE001 - whatever the cluster client raised, said once
         where = f" at {rc.address}" if rc.address else ""
         why = " ".join(str(e).split()) or type(e).__name__
