@@ -76,7 +76,7 @@ def _read_flow_run_and_logs():
 
 
 def test_failed_shard_fails_the_flow_run_with_reasons_everywhere(tmp_path, monkeypatch):
-    cfg = validate_config(_small(tmp_path / "run"))
+    cfg = validate_config(_small(tmp_path / "run", export={"formats": ["parquet", "hf"]}))
     real = Diffs.process
     calls: list[str] = []
 
@@ -103,6 +103,11 @@ def test_failed_shard_fails_the_flow_run_with_reasons_everywhere(tmp_path, monke
 
     marker = json.loads((tmp_path / "run" / "exports/parquet/_fingerprint.json").read_text())
     assert marker["partial"] is True and "injected disk fault" in marker["partial_reason"]
+    hf = json.loads((tmp_path / "run" / "exports/hf/export.json").read_text())
+    assert hf["partial"] is True and "injected disk fault" in hf["partial_reason"]
+    card = (tmp_path / "run" / "exports/hf/README.md").read_text()
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert header["partial"] is True and "**Partial export.**" in card
 
     out = CliRunner().invoke(app, ["status", str(tmp_path / "run")])
     assert out.exit_code == 0, out.output
@@ -116,6 +121,8 @@ def test_failed_shard_fails_the_flow_run_with_reasons_everywhere(tmp_path, monke
     assert _flow_run_and_logs("forenset-build")[0] == "COMPLETED"
     marker = json.loads((tmp_path / "run" / "exports/parquet/_fingerprint.json").read_text())
     assert marker["partial"] is False
+    assert json.loads((tmp_path / "run" / "exports/hf/export.json").read_text())["partial"] is False
+    assert "Partial export" not in (tmp_path / "run" / "exports/hf/README.md").read_text()
 
 
 def test_status_counts_shards_committed_on_disk_during_a_build(tmp_path):

@@ -1,4 +1,4 @@
-"""Dask worker preload for the lost-worker tests: every diffs shard takes at least a second,
+"""Dask worker preload for the lost-worker tests: every diffs shard takes at least two seconds,
 so a worker can be killed while it holds one (``dask worker --preload``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ _real = Diffs.process
 
 
 def _slow(self, batch, spec):
-    time.sleep(1.0)
+    time.sleep(2.0)
     return _real(self, batch, spec)
 
 

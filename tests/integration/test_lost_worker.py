@@ -147,7 +147,14 @@ def test_a_killed_dask_worker_does_not_hang_the_build_and_rows_are_identical(
     then fails with the reason), are in tests/core/test_lost_tasks.py and, for deployment runs
     whose worker died, tests/integration/test_deployment.py."""
     addr, workers, _ = dask_cluster
-    base = small_config_dict(tmp_path / "ref", scenarios={"enabled": False}, shard_size=1)
+    base = small_config_dict(
+        tmp_path / "ref",
+        shard_size=1,  # several diffs shards per worker, so the kill finds work on both
+        sources={"samples": ["astronaut", "coffee", "rocket"], "max_side": 64},
+        scenarios={"enabled": False},
+        evaluation={"enabled": False},
+        fakebench={"enabled": False},
+    )
     ref = all_rows(run_local(validate_config(base))[0])
     run = tmp_path / "run"
     cfg = dict(
