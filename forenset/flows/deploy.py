@@ -12,7 +12,7 @@ a counter) to the run store every ``heartbeat_s``. The dispatcher polls the run'
 the heartbeat; a run RUNNING whose counter has not moved for ``lost_after_s`` (measured on the
 dispatcher's own clock: no clock skew between hosts), or PENDING as long (a worker took it and
 died starting it), or any run past ``timeout_s``, is lost:
-it is forced Crashed through the API (so a deployment ``concurrency_limit`` slot frees) and
+it is forced Crashed through the API (it no longer shows as running anywhere) and
 its shards fail with ``TaskLost``, which the scheduler retries up to ``retries`` times.
 """
 
