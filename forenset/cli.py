@@ -83,6 +83,14 @@ def _arm_force_quit(progress: Progress, run_uri: str) -> None:
     signal.signal(signal.SIGINT, quit_now)
 
 
+def _progress_every_s() -> float:
+    """Seconds between progress lines when output is not a terminal (and in the run log)."""
+    try:
+        return max(0.5, float(os.environ.get("FORENSET_PROGRESS_SECONDS", "30")))
+    except ValueError:
+        return 30.0
+
+
 def _quiet_prefect() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
@@ -122,6 +130,7 @@ def build(
     """Run the build DAG (resumes: finished shards are skipped)."""
     _quiet_prefect()
     from forenset.config import ConfigError, load_config
+    from forenset.errors import RunnerUnavailable
     from forenset.store.run_store import RunLockedError
 
     try:
@@ -141,7 +150,7 @@ def build(
         console.print(f"Nothing to do: all {n} shards are up to date ({run_uri}).")
         return
     from forenset.flows.build import run_build
-    from forenset.scheduler import BuildFailed, BuildInterrupted
+    from forenset.scheduler import BuildFailed, BuildInterrupted, progress_line
     from forenset.stages import stage_names
 
     t0 = time.perf_counter()
@@ -164,6 +173,10 @@ def build(
                 note=f"{st.ok} ok {st.error} err" + (f" {st.failed} FAILED" if st.failed else ""),
             )
 
+        def on_progress(stats) -> None:  # piped output (nohup, CI, a worker's log): one line
+            if not console.is_terminal:
+                print(f"progress: {progress_line(stats, time.perf_counter() - t0)}", flush=True)
+
         def on_interrupt() -> None:
             err.print(
                 "stopping: no new shards start, the running ones finish and commit "
@@ -178,11 +191,16 @@ def build(
                 retry_errors=retry_errors,
                 on_event=on_event,
                 on_interrupt=on_interrupt,
+                on_progress=on_progress,
+                progress_every_s=_progress_every_s(),
             )
         except RunLockedError as e:
             fail(str(e))
+        except RunnerUnavailable as e:  # a cluster that is down or refuses us: not the run dir
+            fail(str(e))
         except (PermissionError, OSError) as e:
-            fail(f"cannot write to run directory {run_uri}: {e.strerror or e}")
+            where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+            fail(f"cannot write to run directory {run_uri}{where}: {e.strerror or e}")
         except BuildInterrupted as e:  # running shards committed; nothing partial is visible
             fail(f"{e} (run directory {run_uri})", code=130)
         except BuildFailed as e:  # a configuration problem every shard of a stage would hit
@@ -237,6 +255,10 @@ def build(
     if failures:
         for f in failures[:10]:
             err.print(f"[red]failed shard[/] {f}")
+        err.print(
+            f"[bold red]build failed:[/] {result.get('failed') or f'{len(failures)} shards failed'}; "
+            "the export is labelled partial; fix the cause and run the same command to resume"
+        )
         raise typer.Exit(1)
 
 
@@ -320,25 +342,33 @@ def status(
     state = store.read_json("state.json", default={}) or {}
     # stage names in DAG order from the build's own record: status imports no stage code
     names = state.get("order") or list(state.get("stages", {})) or store.stages_present()
-    console.print(f"{run_dir}: build {state.get('status', 'never run')}")
+    status_ = state.get("status", "never run")
+    when = ""
+    if state.get("time"):
+        when = f" (state written {max(0, time.time() - state['time']):.0f} s ago)"
+    console.print(f"{run_dir}: build {status_}{when}")
+    live = status_ != "complete"  # manifests are the last complete view; the disk is now
+    if status_ == "failed":
+        console.print(f"[red]why:[/] {state.get('message') or 'see the failed shards below'}")
     table = Table()
-    for col in ("stage", "shards done", "pending", "rows", "ok", "error", "kept", "discarded"):
+    cols = ("stage", "shards done", "pending", "failed", "rows", "ok", "error", "kept", "discarded")
+    for col in cols:
         table.add_column(col, justify="left" if col == "stage" else "right")
+    reasons: list[str] = []
     for name in names:
         shards = store.manifest(name)
         st = state.get("stages", {}).get(name, {})
-        pending = (
-            max(0, st.get("planned", 0) - st.get("done", 0))
-            if state.get("status") != "complete"
-            else 0
-        )
+        done = committed_shards(store, name) if live else len(shards)
+        pending = max(0, st.get("planned", 0) - max(done, st.get("done", 0))) if live else 0
+        reasons += st.get("failures", [])[:3] if live else []
         c = {
             k: sum(x.counts.get(k, 0) for x in shards) for k in ("ok", "error", "kept", "discarded")
         }
         table.add_row(
             name,
-            str(len(shards)),
+            str(done),
             str(pending),
+            str(st.get("failed", 0) if live else 0),
             str(sum(x.rows for x in shards)),
             str(c["ok"]),
             str(c["error"]),
@@ -346,6 +376,10 @@ def status(
             str(c["discarded"]) if name == "verdicts" else "",
         )
     console.print(table)
+    if live and any(state.get("stages", {}).get(n, {}).get("planned") for n in names):
+        console.print("rows, ok and error count the last complete build (manifests)")
+    for r in reasons[:10]:
+        console.print(f"[red]failed shard[/] {r}")
     if "verdicts" in names:
         from forenset.stats import discard_line
 
@@ -366,6 +400,20 @@ def status(
             for r in rows:
                 t.add_row(*["" if v is None else str(v) for v in r])
             console.print(t)
+
+
+def committed_shards(store, stage: str) -> int:
+    """Shards of ``stage`` committed on disk now (a shard appears only by an atomic rename or
+    PUT, so every ``.parquet`` under the stage is whole). Listing-cache free: on an object store
+    another process may have committed since this filesystem instance last listed."""
+    base = store.path("stages", stage)
+    inv = getattr(store.fs, "invalidate_cache", None)
+    if inv is not None:
+        inv(base)
+    try:
+        return sum(1 for p in store.fs.find(base) if p.endswith(".parquet"))
+    except FileNotFoundError:
+        return 0
 
 
 @app.command("eval")

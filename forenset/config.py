@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +29,76 @@ __all__ = ["BuildConfig", "ConfigError", "RunnerConfig", "load_config", "validat
 
 THREAD_TASK_SECONDS = 1.0  # default min_task_seconds of a thread runner
 PROCESS_TASK_SECONDS = 20.0  # ... of a process, Dask or Ray runner
+
+
+_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?)?B?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+
+
+def memory_bytes(value: int | str) -> int:
+    """``16Gi``, ``16G``, ``512Mi`` or a byte count as bytes (Kubernetes' quantity suffixes)."""
+    if isinstance(value, int):
+        return value
+    m = _MEMORY.match(value)
+    if not m:
+        raise ValueError(f"memory {value!r} is not a size such as 16Gi, 512M or 1000000000")
+    unit = (m.group(2) or "").upper()
+    base = 1024 ** "KMGT".index(unit[0]) * 1024 if unit.endswith("I") else _UNITS[unit]
+    return int(float(m.group(1)) * base)
+
+
+class Resources(Strict):
+    """What one shard task of a stage needs: Dask worker resources (``GPU``, ``CPU``,
+    ``MEMORY``), Ray ``num_gpus``/``num_cpus``/``memory``, and the ``gpus``/``cpus``/``memory``
+    job variables of a deployment run (a Kubernetes work pool maps them to the pod's requests,
+    docs/cluster.md)."""
+
+    gpus: float = Field(0, ge=0, le=64)
+    cpus: float | None = Field(None, gt=0, le=1024)
+    memory: int | str | None = None  # bytes or a Kubernetes quantity (16Gi)
+
+    @model_validator(mode="after")
+    def _memory(self) -> Resources:
+        if self.memory is not None:
+            memory_bytes(self.memory)  # refuse a bad size now, in one sentence
+        return self
+
+    def memory_in_bytes(self) -> int | None:
+        return None if self.memory is None else memory_bytes(self.memory)
+
+    def dask(self) -> dict[str, float]:
+        """Abstract Dask resources: workers must declare them (``dask worker --resources
+        "GPU=1 MEMORY=48e9"``), else a task asking for one waits for a worker that has it."""
+        out: dict[str, float] = {}
+        if self.gpus:
+            out["GPU"] = self.gpus
+        if self.cpus:
+            out["CPU"] = self.cpus
+        if self.memory is not None:
+            out["MEMORY"] = float(self.memory_in_bytes() or 0)
+        return out
+
+    def ray(self) -> dict[str, float | int]:
+        out: dict[str, float | int] = {}
+        if self.gpus:
+            out["num_gpus"] = self.gpus
+        if self.cpus:
+            out["num_cpus"] = self.cpus
+        if self.memory is not None:
+            out["memory"] = self.memory_in_bytes() or 0
+        return out
+
+    def job_variables(self) -> dict[str, Any]:
+        """Job variables of a deployment run; a Kubernetes pool's base job template uses them
+        (``deploy/kubernetes-gpu-job-template.json``). Memory keeps the Kubernetes quantity."""
+        out: dict[str, Any] = {}
+        if self.gpus:
+            out["gpus"] = self.gpus if self.gpus % 1 else int(self.gpus)
+        if self.cpus:
+            out["cpus"] = self.cpus if self.cpus % 1 else int(self.cpus)
+        if self.memory is not None:
+            out["memory"] = str(self.memory)
+        return out
 
 
 class RunnerConfig(Strict):
@@ -60,6 +131,20 @@ class RunnerConfig(Strict):
     # (a queued task hides their ~0.15 s dispatch). With `address:` the cluster's size is not
     # known here: every shard is submitted when planned (no bundling) unless this is set.
     inflight: int | None = Field(None, ge=1, le=1_000_000)
+    # Lost workers. A task whose worker died, whose deployment run crashed or stopped sending
+    # heartbeats, or that ran past `timeout_s` is run again (same shards, same rows: commits
+    # are atomic and idempotent) at most `retries` times; then its shards fail with the reason.
+    # Shard errors the stage itself raised are not retried (they would fail alike).
+    retries: int = Field(2, ge=0, le=100)
+    timeout_s: float | None = Field(None, gt=0, le=7 * 24 * 3600)  # per task; None: no limit
+    # kind=deployment: each shard-batch run writes a heartbeat to the run store every
+    # `heartbeat_s`; a run RUNNING without one for `lost_after_s` is presumed lost (its worker
+    # died), is marked Crashed through the API (freeing the deployment's concurrency slot) and
+    # its batch re-run. A run still waiting for a worker (SCHEDULED/PENDING) is not lost.
+    heartbeat_s: float = Field(5.0, gt=0, le=600)
+    lost_after_s: float = Field(60.0, gt=0, le=24 * 3600)
+    # what one task needs (GPUs, CPUs, memory): Dask resources, Ray options, job variables
+    resources: Resources | None = None
 
     def task_seconds(self) -> float:
         """Work per task: ``min_task_seconds``, else a default from Prefect's measured per-task

@@ -71,3 +71,9 @@ def transient(exc: BaseException) -> bool:
     if resource_exhausted(exc) or isinstance(exc, TimeoutError):
         return True
     return any(e in TRANSIENT_ERRNOS for e in _errno_chain(exc))
+
+
+class RunnerUnavailable(ConfigurationError):
+    """A stage's task runner could not start or connect (a Dask scheduler or Ray cluster that
+    is down, refuses the connection or wants an authentication token). One sentence naming
+    the runner, its address and the cause; the build stops before any shard runs."""

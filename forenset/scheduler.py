@@ -44,9 +44,15 @@ class BuildControl:
         self,
         on_event: Callable[[str, str, StageStats], None] | None = None,
         on_interrupt: Callable[[], None] | None = None,
+        on_progress: Callable[[dict[str, StageStats]], None] | None = None,
+        progress_every_s: float = 30.0,
     ):
         self.stop = threading.Event()
         self.on_event = on_event or (lambda *a: None)
+        # called every ``progress_every_s`` while the build runs, also while it only waits
+        # (a piped build's periodic line, the Prefect run logger)
+        self.on_progress = on_progress
+        self.progress_every_s = progress_every_s
         self._on_interrupt = on_interrupt
         self._lock = threading.Lock()
 
@@ -78,7 +84,37 @@ class StageStats:
     kept: int = 0
     discarded: int = 0
     seconds: float = 0.0  # summed shard work time (read+process+write) of shards run now
+    retried: int = 0  # tasks re-run after a lost worker, a crashed run or a timeout
     failures: list[str] = field(default_factory=list)
+
+
+def progress_line(stats: dict[str, StageStats], elapsed: float | None = None) -> str:
+    """One line for logs: ``12s candidates 8/16 diffs 2/8 (1 failed) ...`` — stages with work
+    only, done = run + skipped out of planned."""
+    parts = []
+    for name, st in stats.items():
+        if not st.planned and not st.failed:
+            continue
+        part = f"{name} {st.run + st.skipped}/{st.planned}"
+        if st.failed:
+            part += f" ({st.failed} failed)"
+        if st.retried:
+            part += f" ({st.retried} retried)"
+        parts.append(part)
+    head = f"{elapsed:.0f}s " if elapsed is not None else ""
+    return head + ("; ".join(parts) if parts else "planning")
+
+
+def failure_summary(stats: dict[str, StageStats], first: int = 3) -> str:
+    """``3 shards failed (diffs 2, judgments 1); first: diffs/shard-0001: ValueError: ...``"""
+    per = {n: st.failed for n, st in stats.items() if st.failed}
+    if not per:
+        return ""
+    reasons = [f for st in stats.values() for f in st.failures][:first]
+    total = sum(per.values())
+    head = f"{total} shard{'s' if total != 1 else ''} failed ("
+    head += ", ".join(f"{n} {k}" for n, k in per.items()) + ")"
+    return head + ("; first: " + " | ".join(reasons) if reasons else "")
 
 
 def shard_valid(existing: ShardInfo | None, spec: ShardSpec, retry_errors: bool) -> bool:
@@ -105,6 +141,8 @@ class Dispatch:
     slots: int | None = None
     min_task_s: float = 0.0
     max_task_shards: int = 1
+    retries: int = 0  # re-runs of a task lost with its worker (or timed out)
+    timeout_s: float | None = None  # a task running longer is presumed lost
 
 
 UNBOUNDED = Dispatch()  # one shard per task, submitted at once (bare loops, deployments)
@@ -112,14 +150,21 @@ UNBOUNDED = Dispatch()  # one shard per task, submitted at once (bare loops, dep
 
 def dispatch_for(cfg: BuildSettings, stage: str) -> Dispatch:
     rc = cfg.runner_for(stage)
+    lost = {"retries": rc.retries, "timeout_s": rc.timeout_s}
     if rc.inflight_tasks() is None:  # deployments batch on their own; external clusters queue
-        return Dispatch(runner=rc.model_dump_json())
+        return Dispatch(runner=rc.model_dump_json(), **lost)
     return Dispatch(
         runner=rc.model_dump_json(),
         slots=rc.inflight_tasks(),
         min_task_s=rc.task_seconds(),
         max_task_shards=rc.max_task_shards,
+        **lost,
     )
+
+
+class TaskLost(Exception):
+    """A task's worker is gone (or it ran past its runner's ``timeout_s``): retried when the
+    runner allows, else its shards fail with this reason."""
 
 
 @dataclass
@@ -127,6 +172,12 @@ class _Task:
     stage: str
     specs: list[ShardSpec]
     runner: str
+    attempt: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+
+TICK_S = 1.0  # the scheduler wakes at least this often: timeouts, state.json, progress
+STATE_EVERY_S = 2.0
 
 
 class Scheduler:
@@ -164,6 +215,7 @@ class Scheduler:
             for up in s.inputs:
                 self.children[up].append(s)
         self.stats = {name: StageStats() for name in self.stages}
+        self.retry_reasons: list[str] = []  # why tasks were re-run (logs, state.json)
         self.done: dict[str, list[ShardInfo]] = defaultdict(list)
         self.inflight: dict[Any, _Task] = {}
         self.queued: dict[str, deque[ShardSpec]] = {name: deque() for name in self.stages}
@@ -171,6 +223,8 @@ class Scheduler:
         self.timed: dict[str, list[float]] = {name: [0.0, 0] for name in self.stages}  # ms, n
         self.tasks_submitted = 0
         self._last_state = 0.0
+        self._started = time.monotonic()
+        self._last_progress = self._started
         # barrier=True holds a stage's children until the whole stage is done (for comparison only)
         self.barrier = barrier
         self.held: dict[str, list[ShardInfo]] = defaultdict(list)
@@ -349,6 +403,7 @@ class Scheduler:
                 try:
                     specs = s.plan_sources()
                 except ConfigurationError as e:  # a bad listing (sources:, external generators)
+                    self.fatal = f"{s.name}: {e}"
                     self.write_state("failed")
                     raise BuildFailed(f"{s.name}: {e}") from None
                 for spec in specs:
@@ -363,7 +418,8 @@ class Scheduler:
                 self.dispatch_queued()
                 if not self.inflight:
                     continue
-            finished = wait_any(list(self.inflight))
+            # wake at least every TICK_S: a lost task times out, state.json and progress stay live
+            finished = wait_any(list(self.inflight), timeout=TICK_S)
             for fut in finished:
                 task = self.inflight.pop(fut)
                 self.busy[task.runner] -= 1
@@ -372,18 +428,17 @@ class Scheduler:
                     if len(outcomes) != len(task.specs):
                         raise RuntimeError(f"{len(outcomes)} outcomes for {len(task.specs)} shards")
                 except Exception as e:  # noqa: BLE001 - a failed task fails its shards, the rest goes on
+                    # run_shards returns a shard's own errors as outcomes: an exception here is
+                    # the task's (its worker died, its deployment run crashed): run it again
                     fatal = isinstance(e, ConfigurationError | ContractError)
-                    outcomes = [{"error": f"{type(e).__name__}: {e}", "fatal": fatal}] * len(
-                        task.specs
-                    )
-                for spec, out in zip(task.specs, outcomes, strict=True):
-                    if "error" in out:
-                        self.failed(spec, out["error"], bool(out.get("fatal")))
-                    else:
-                        self.completed(spec, ShardInfo(**out["info"]), ran=True)
+                    why = f"{type(e).__name__}: {e}"
+                    if not fatal and self.retry(task, why):
+                        continue
+                    outcomes = [{"error": why, "fatal": fatal}] * len(task.specs)
+                self.record(task, outcomes)
+            self.expire_overdue()
             self.dispatch_queued()
-            if time.monotonic() - self._last_state > 2:
-                self.write_state("running")
+            self.tick()
         if self.fatal is not None:  # manifests keep the last complete view
             self.write_state("failed")
             raise BuildFailed(self.fatal)
@@ -398,6 +453,55 @@ class Scheduler:
         self.write_state("failed" if failed else "complete")
         return self.stats
 
+    def record(self, task: _Task, outcomes: list[dict[str, Any]]) -> None:
+        for spec, out in zip(task.specs, outcomes, strict=True):
+            if "error" in out:
+                self.failed(spec, out["error"], bool(out.get("fatal")))
+            else:
+                self.completed(spec, ShardInfo(**out["info"]), ran=True)
+
+    def retry(self, task: _Task, why: str) -> bool:
+        """Submit a lost task's shards again, if its runner's ``retries`` allow; the build
+        goes on meanwhile. A shard that did commit before the loss commits the same rows."""
+        d = self.dispatch[task.stage]
+        if self.stop.is_set() or task.attempt >= d.retries:
+            return False
+        st = self.stats[task.stage]
+        st.retried += 1
+        self.retry_reasons.append(f"{task.stage} attempt {task.attempt + 2}: {why}")
+        fut = self.submit(task.stage, task.specs)
+        self.inflight[fut] = _Task(task.stage, task.specs, task.runner, attempt=task.attempt + 1)
+        self.busy[task.runner] += 1
+        self.tasks_submitted += 1
+        self.on_event("retry", task.stage, st)
+        return True
+
+    def expire_overdue(self) -> None:
+        """Tasks past their runner's ``timeout_s`` (counted from submission) are presumed
+        lost: cancelled where the runner can, then retried or failed with the reason."""
+        now = time.monotonic()
+        for fut, task in list(self.inflight.items()):
+            limit = self.dispatch[task.stage].timeout_s
+            if limit is None or now - task.started <= limit:
+                continue
+            self.inflight.pop(fut)
+            self.busy[task.runner] -= 1
+            _cancel(fut)
+            why = f"TaskLost: no result after {limit:g} s (the runner's timeout_s)"
+            if not self.retry(task, why):
+                self.record(task, [{"error": why}] * len(task.specs))
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if now - self._last_state > STATE_EVERY_S:
+            self.write_state("running")
+        if (
+            self.control.on_progress is not None
+            and now - self._last_progress >= self.control.progress_every_s
+        ):
+            self._last_progress = now
+            self.control.on_progress(self.stats)
+
     # -- records -----------------------------------------------------------------
     def write_manifests(self) -> None:
         for name, stage in self.stages.items():
@@ -411,21 +515,27 @@ class Scheduler:
     def write_state(self, status: str) -> None:
         self._last_state = time.monotonic()
         running = Counter(t.stage for t in self.inflight.values() for _ in t.specs)
+        message = (self.fatal or failure_summary(self.stats)) if status == "failed" else ""
         self.store.write_json(
             "state.json",
             {
                 "status": status,
+                "message": message,  # why a failed build failed, in one line
                 "order": list(self.stats),  # DAG order (the JSON keys below are sorted)
                 "config_hash": self.ctx.config.config_hash(),
                 "time": time.time(),
+                "started": time.time() - (time.monotonic() - self._started),
                 "tasks": self.tasks_submitted,
+                "retries": self.retry_reasons[-20:],
                 "stages": {
                     n: {
                         "planned": s.planned,
                         "done": s.run + s.skipped,
                         "failed": s.failed,
+                        "retried": s.retried,
                         "inflight": running[n],
                         "queued": len(self.queued[n]),
+                        "failures": s.failures[:10],  # the first reasons, as the shards failed
                     }
                     for n, s in self.stats.items()
                 },
@@ -477,8 +587,8 @@ def shards_up_to_date(ctx: StageContext, *, retry_errors: bool = False) -> int |
     return sum(st.planned for st in sched.stats.values())
 
 
-def wait_any(futs: list[Any]) -> list[Any]:
-    """Block until at least one future is done.
+def wait_any(futs: list[Any], timeout: float | None = None) -> list[Any]:
+    """Block until at least one future is done, or ``timeout`` seconds passed (then ``[]``).
 
     Thread-runner futures wrap real ``concurrent.futures.Future`` objects (``cf.wait`` works);
     process-runner futures wrap an unpickling proxy, Dask futures and Ray object refs are their
@@ -488,16 +598,33 @@ def wait_any(futs: list[Any]) -> list[Any]:
     wrapped = {getattr(f, "wrapped_future", f): f for f in futs}
     real = [w for w in wrapped if type(w) is cf.Future]
     if len(real) == len(wrapped):
-        done, _ = cf.wait(real, return_when=cf.FIRST_COMPLETED)
+        done, _ = cf.wait(real, timeout=timeout, return_when=cf.FIRST_COMPLETED)
         return [wrapped[d] for d in done]
+    deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         ready = [f for w, f in wrapped.items() if _is_done(w, f)]
         if ready:
             return ready
+        if deadline is not None and time.monotonic() >= deadline:
+            return []
         if real:
             cf.wait(real, timeout=0.02, return_when=cf.FIRST_COMPLETED)
         else:
             time.sleep(0.02)
+
+
+def _cancel(fut: Any) -> None:
+    """Best effort: stop a task presumed lost (a Dask or concurrent future, a Ray object ref)."""
+    w = getattr(fut, "wrapped_future", fut)
+    try:
+        if type(w).__name__ == "ObjectRef":
+            import ray
+
+            ray.cancel(w)
+        elif hasattr(w, "cancel"):
+            w.cancel()
+    except Exception:  # noqa: BLE001, S110 - it is abandoned either way; a late commit is identical
+        pass
 
 
 def _is_done(w: Any, f: Any) -> bool:

@@ -74,10 +74,12 @@ def run_export(
     out: Path | None = None,
     settings: ExportSettings | None = None,
     samples: list[dict[str, Any]] | None = None,
+    partial: str | None = None,
 ) -> dict[str, Any]:
     """Export the run in ``fmt`` (hf | sft | fakebench | labelstudio) to ``out``; returns a summary.
 
-    ``samples`` lets a caller that exports several formats load the views once.
+    ``samples`` lets a caller that exports several formats load the views once. ``partial``
+    (why the build had failed shards) labels the export partial in export.json and the card.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
@@ -115,9 +117,38 @@ def run_export(
         res["missing_images"] = missing
         res["settings"] = st.model_dump(mode="json")
         res["seed"] = seed
+        res["partial"] = partial is not None
+        if partial is not None:
+            res["partial_reason"] = partial
+            label_partial_card(out / "README.md", partial)
         write_atomic(out / "export.json", json.dumps(res, indent=1, sort_keys=True, default=str))
         swap_in(out, final)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
     return res
+
+
+def label_partial_card(card: Path, reason: str) -> None:
+    """Mark a dataset card as a partial export (``partial: true`` in its YAML header and a
+    warning on top), so it is never taken for the dataset."""
+    if not card.exists():
+        return
+    text = card.read_text()
+    note = (
+        f"> **Partial export.** The build that wrote it had failed shards ({reason}). "
+        "This is not the whole dataset: rerun the build to complete it.\n\n"
+    )
+    if text.startswith("---\n"):
+        end = text.index("\n---", 4)
+        text = (
+            text[:end]
+            + "\npartial: true"
+            + text[end : end + 4]
+            + "\n\n"
+            + note
+            + text[end + 4 :].lstrip("\n")
+        )
+    else:
+        text = note + text
+    write_atomic(card, text)

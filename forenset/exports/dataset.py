@@ -52,17 +52,27 @@ def export_fingerprint(store: RunStore, settings: ExportSettings) -> tuple[str, 
 def export_up_to_date(store: RunStore, settings: ExportSettings) -> bool:
     """Whether the written export matches its inputs (nothing to rewrite)."""
     prev = store.read_json(MARKER, default={}) or {}
-    return bool(prev) and prev.get("fingerprint") == export_fingerprint(store, settings)[0]
+    return (
+        bool(prev)
+        and not prev.get("partial")  # a partial export is rewritten once the build is whole
+        and prev.get("fingerprint") == export_fingerprint(store, settings)[0]
+    )
 
 
-def export_dataset(store: RunStore, settings: ExportSettings) -> dict[str, Any]:
-    """Write exports/parquet/<split>.parquet; skipped when its inputs have not changed."""
+def export_dataset(
+    store: RunStore, settings: ExportSettings, partial: str | None = None
+) -> dict[str, Any]:
+    """Write exports/parquet/<split>.parquet; skipped when its inputs have not changed.
+
+    ``partial``: why the build that writes it had failed shards. The export is then labelled
+    partial (its marker, export.json and the dataset card say so and why), never presented
+    as the dataset; a later build without failures rewrites it unlabelled."""
     from forenset.store.views import connect
 
     fp, inputs = export_fingerprint(store, settings)
     marker = MARKER
     prev = store.read_json(marker, default={}) or {}
-    if prev.get("fingerprint") == fp:
+    if prev.get("fingerprint") == fp and prev.get("partial_reason") == partial:
         return {"skipped": True, **prev}
     con = connect(store, ["splits", "perturbations", "explanations"])
     counts = {}
@@ -98,15 +108,19 @@ def export_dataset(store: RunStore, settings: ExportSettings) -> dict[str, Any]:
         "counts": counts,
         "path": store.path("exports/parquet"),
         "inputs": inputs,  # the fingerprint of every table it read, as a stage's manifest has
+        "partial": partial is not None,
+        "partial_reason": partial,
     }
-    extra = _extra_formats(store, settings)
+    extra = _extra_formats(store, settings, partial)
     if extra:
         doc["formats"] = extra
     store.write_json(marker, doc)
     return {"skipped": False, **doc}
 
 
-def _extra_formats(store: RunStore, settings: ExportSettings) -> dict[str, Any]:
+def _extra_formats(
+    store: RunStore, settings: ExportSettings, partial: str | None = None
+) -> dict[str, Any]:
     """The formats of forenset.exports named in ``export.formats`` (hf, sft, fakebench, labelstudio)."""
     from forenset.exports.api import run_export
     from forenset.exports.data import load_samples
@@ -118,6 +132,6 @@ def _extra_formats(store: RunStore, settings: ExportSettings) -> dict[str, Any]:
     samples = load_samples(store)
     out: dict[str, Any] = {}
     for fmt in wanted:
-        res = run_export(store, fmt, None, settings, samples=samples)
+        res = run_export(store, fmt, None, settings, samples=samples, partial=partial)
         out[fmt] = {"path": res["path"], "counts": res["counts"]}
     return out

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import contextvars
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +24,8 @@ from forenset.scheduler import (
     Scheduler,
     StageStats,
     dispatch_for,
+    failure_summary,
+    progress_line,
 )
 from forenset.stages import stage_class, stage_names
 from forenset.store.run_store import RunStore
@@ -83,6 +87,51 @@ def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | No
     return DaskTaskRunner(cluster_kwargs={"n_workers": rc.max_workers, "threads_per_worker": 1})
 
 
+def start_runner(stack: Any, rc: RunnerConfig, run_uri: str, config: dict[str, Any], stage: str):
+    """Enter ``rc``'s task runner; a runner that cannot start or connect stops the build with
+    one sentence (``RunnerUnavailable``), not an OSError taken for a run-directory problem."""
+    from forenset.errors import RunnerUnavailable
+
+    try:
+        runner = stack.enter_context(make_runner(rc, run_uri, config))
+        if rc.kind == "dask":
+            _ = runner.client  # prefect-dask connects lazily, at the first task: connect now
+        return runner
+    except Exception as e:  # noqa: BLE001 - whatever the cluster client raised, said once
+        where = f" at {rc.address}" if rc.address else ""
+        why = " ".join(str(e).split()) or type(e).__name__
+        hint = ""
+        if rc.kind == "ray" and "auth" in f"{type(e).__name__} {why}".lower():
+            hint = (
+                "; Ray 2.60 enables token authentication by default: give this process the "
+                "cluster's token (RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH, see docs/cluster.md)"
+            )
+        raise RunnerUnavailable(
+            f"the {rc.kind} runner of stage {stage}{where} could not start: "
+            f"{type(e).__name__}: {why[:300]}{hint}"
+        ) from None
+
+
+def resource_request(rc: RunnerConfig) -> Any:
+    """What one task of this runner asks of its cluster (``runners.<stage>.resources``): Dask
+    worker resources through ``dask.annotate``, Ray options through prefect-ray's
+    ``remote_options``. Threads and processes run on this host: nothing to ask."""
+    from contextlib import nullcontext
+
+    res = rc.resources
+    if res is None:
+        return nullcontext()
+    if rc.kind == "dask" and res.dask():
+        import dask
+
+        return dask.annotate(resources=res.dask())
+    if rc.kind == "ray" and res.ray():
+        from prefect_ray.context import remote_options
+
+        return remote_options(**res.ray())
+    return nullcontext()
+
+
 # The BuildControl of each build this process runs, by run URI: flow parameters are recorded
 # as JSON, so the control object (callbacks, stop flag) cannot travel as one.
 _CONTROLS: dict[str, BuildControl] = {}
@@ -112,14 +161,17 @@ async def build_flow_fn(
     )
     try:
         try:
-            return await asyncio.shield(build)
+            result = await asyncio.shield(build)
         except asyncio.CancelledError:
             control.interrupt()
-        return await build  # the scheduler raises BuildInterrupted once running shards are in
+            result = await build  # the scheduler raises BuildInterrupted once shards are in
     except BuildInterrupted as e:
         return Cancelled(message=str(e))
     except BuildFailed as e:  # one sentence, not a traceback in Prefect's crash report
         return Failed(message=str(e))
+    if result.get("failed"):  # shards failed: the run says Failed, with counts and reasons
+        return Failed(message=result["failed"], data=result)
+    return result
 
 
 def _build_in_flow_thread(
@@ -166,6 +218,8 @@ def _build(
     from prefect import task
     from prefect.cache_policies import NO_CACHE
 
+    log = run_logger()
+    watch_in_prefect_logs(control, log)
     shard_task = task(
         _shard_task_fn, name="shard", cache_policy=NO_CACHE, persist_result=False, retries=0
     )
@@ -184,23 +238,25 @@ def _build(
             rc = cfg.runner_for(name)
             key = rc.model_dump_json()
             if key not in by_cfg:
-                by_cfg[key] = stack.enter_context(make_runner(rc, run_uri, config))
+                by_cfg[key] = start_runner(stack, rc, run_uri, config, name)
             runners[name] = by_cfg[key]
 
         def submit(stage_name: str, specs: list[ShardSpec]):
-            if cfg.runner_for(stage_name).kind == "deployment":
+            rc = cfg.runner_for(stage_name)
+            if rc.kind == "deployment":
                 (spec,) = specs  # Dispatch for deployments: one shard per submit
                 return _outcome_future(runners[stage_name].submit(stage_name, spec))
             t = tasks[stage_name].with_options(task_run_name=task_run_name(stage_name, specs))
-            return runners[stage_name].submit(
-                t,
-                parameters={
-                    "stage_name": stage_name,
-                    "specs": [spec.to_json() for spec in specs],
-                    "run_uri": run_uri,
-                    "config_hash": config_hash,
-                },
-            )
+            with resource_request(rc):
+                return runners[stage_name].submit(
+                    t,
+                    parameters={
+                        "stage_name": stage_name,
+                        "specs": [spec.to_json() for spec in specs],
+                        "run_uri": run_uri,
+                        "config_hash": config_hash,
+                    },
+                )
 
         scheduler = Scheduler(
             ctx,
@@ -212,12 +268,75 @@ def _build(
         stats = scheduler.run()
     from forenset.exports.dataset import export_dataset
 
-    export = export_dataset(ctx.store, cfg.export)
+    failed = failure_summary(stats)
+    export = export_dataset(ctx.store, cfg.export, partial=failed or None)
     summary = {k: vars(v) for k, v in stats.items()}
     from forenset.report.artifact import create_summary_artifact
 
     create_summary_artifact(summary, export)  # a markdown artifact in the Prefect UI
-    return {"stages": summary, "export": export, "tasks": scheduler.tasks_submitted}
+    log.info("build done: %s", progress_line(stats))
+    if failed:
+        log.error("build failed: %s; the export at %s is labelled partial", failed, export["path"])
+    return {
+        "stages": summary,
+        "export": export,
+        "tasks": scheduler.tasks_submitted,
+        "failed": failed,
+    }
+
+
+FAILURES_LOGGED = 20  # per stage: the first reasons go to the run log, the rest to state.json
+
+
+def run_logger() -> Any:
+    """The flow run's logger (``get_run_logger``): its lines show in the UI under the run.
+
+    Its records go to the API at INFO whatever ``PREFECT_LOGGING_LEVEL`` says (the CLI sets
+    WARNING to keep Prefect's lines off the terminal, where its own progress is drawn), and
+    not to the console. Outside a flow run (``build_blocking`` called directly) a plain logger."""
+    import logging
+
+    from prefect import get_run_logger
+    from prefect.exceptions import MissingContextError
+    from prefect.logging.handlers import APILogHandler
+    from prefect.logging.loggers import PrefectLogAdapter
+
+    try:
+        base = get_run_logger()
+    except MissingContextError:
+        return logging.getLogger("forenset.build")
+    logger = logging.getLogger("prefect.flow_runs.forenset")
+    with _LOGGER_LOCK:
+        if not any(isinstance(h, APILogHandler) for h in logger.handlers):
+            logger.addHandler(APILogHandler())
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
+    return PrefectLogAdapter(logger, extra=dict(getattr(base, "extra", None) or {}))
+
+
+_LOGGER_LOCK = threading.Lock()
+
+
+def watch_in_prefect_logs(control: BuildControl, log: Any) -> None:
+    """Send failures, retries and the periodic progress line to ``log`` as well as to the
+    control's own sinks (the CLI's bars and piped progress)."""
+    on_event, on_progress = control.on_event, control.on_progress
+    t0 = time.monotonic()
+
+    def event(kind: str, stage: str, st: StageStats) -> None:
+        on_event(kind, stage, st)
+        if kind == "failed" and len(st.failures) <= FAILURES_LOGGED:
+            log.error("stage %s: %s", stage, st.failures[-1])
+        elif kind == "retry":
+            log.warning("stage %s: task lost, running it again (%d so far)", stage, st.retried)
+
+    def progress(stats: dict[str, StageStats]) -> None:
+        if on_progress is not None:
+            on_progress(stats)
+        log.info("progress: %s", progress_line(stats, time.monotonic() - t0))
+
+    control.on_event = event
+    control.on_progress = progress
 
 
 def _make_build_flow():
@@ -236,8 +355,13 @@ def run_build(
     retry_errors: bool = False,
     on_event: Callable[[str, str, StageStats], None] | None = None,
     on_interrupt: Callable[[], None] | None = None,
+    on_progress: Callable[[dict[str, StageStats]], None] | None = None,
+    progress_every_s: float = 30.0,
 ) -> dict[str, Any]:
     """Run the build as a Prefect flow (ephemeral API unless PREFECT_API_URL is set).
+
+    ``on_progress`` gets the stage stats every ``progress_every_s`` (also while the build only
+    waits on remote work); the same line goes to the flow run's log.
 
     ``on_interrupt`` runs once, on the event loop's thread (the main thread when called from
     the main thread), when the first Ctrl-C has stopped new work and the build waits for its
@@ -246,12 +370,18 @@ def run_build(
 
     store = RunStore(run_uri, cfg.storage)
     store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
-    _CONTROLS[run_uri] = BuildControl(on_event=on_event, on_interrupt=on_interrupt)
+    _CONTROLS[run_uri] = BuildControl(
+        on_event=on_event,
+        on_interrupt=on_interrupt,
+        on_progress=on_progress,
+        progress_every_s=progress_every_s,
+    )
     from prefect.exceptions import CancelledRun, FailedRun
 
     try:
         reap_server_with_this_process()  # a killed build leaves no orphaned ephemeral API server
-        return run_coroutine(build_flow(run_uri, cfg.resolved(), retry_errors))
+        state = run_coroutine(build_flow(run_uri, cfg.resolved(), retry_errors, return_state=True))
+        return result_of_state(state)
     except CancelledRun as e:  # Ctrl-C: the flow run ended Cancelled after running shards committed
         raise BuildInterrupted(str(e)) from None
     except FailedRun as e:  # the scheduler stopped the build (BuildFailed) and the run says why
@@ -259,6 +389,23 @@ def run_build(
     finally:
         _CONTROLS.pop(run_uri, None)
         store.release_lock()
+
+
+def result_of_state(state: Any) -> dict[str, Any]:
+    """The build's summary from its flow run's final state. A run that ended Failed because
+    shards failed still returns its summary (``failed`` says why; the CLI exits 1); a run
+    cancelled or stopped early raises BuildInterrupted / BuildFailed with its sentence."""
+    if state.is_cancelled():
+        raise BuildInterrupted(state.message or "build interrupted")
+    try:
+        data = state.result(raise_on_failure=False)
+    except Exception:  # noqa: BLE001 - a state with no result: its message says why
+        data = None
+    if isinstance(data, BaseException):
+        raise data
+    if state.is_completed() or (isinstance(data, dict) and "stages" in data):
+        return data
+    raise BuildFailed(state.message or f"the build's flow run ended {state.type.value}")
 
 
 def run_coroutine(coro: Any) -> Any:

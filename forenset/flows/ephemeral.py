@@ -67,7 +67,26 @@ def reap_server_with_this_process() -> int | None:
     from prefect.server.api.server import SubprocessASGIServer
 
     server = SubprocessASGIServer()  # the instance Prefect's get_client() starts and reuses
-    server.start()
+    # start() waits 5-60 s for the server to answer; a kill of this process in that window
+    # must not orphan it, so its pid goes to the watchdog as soon as the child exists
+    started = threading.Event()
+
+    def register_early() -> None:
+        while not started.is_set():
+            proc = server.server_process
+            if proc is not None:
+                stop_with_this_process(proc.pid)
+                return
+            started.wait(0.02)
+
+    stop_with_this_process(None)  # the watchdog first: it must exist before the server does
+    watcher = threading.Thread(target=register_early, daemon=True, name="reap-server")
+    watcher.start()
+    try:
+        server.start()
+    finally:
+        started.set()
+        watcher.join()
     proc = server.server_process
     if proc is None:
         return None
@@ -75,10 +94,12 @@ def reap_server_with_this_process() -> int | None:
     return proc.pid
 
 
-def stop_with_this_process(pid: int) -> None:
+def stop_with_this_process(pid: int | None) -> None:
     """Register ``pid`` with this process's watchdog (started on first use): when this process
     ends, ``pid`` gets SIGTERM, then SIGKILL after 10 s, if it still runs the Prefect server
-    (its command line is checked, so a recycled pid is left alone)."""
+    (its command line is checked, so a recycled pid is left alone). ``None`` only starts the
+    watchdog. The watchdog runs in its own session: a kill of this process's whole group (what
+    a job scheduler does) leaves it alive to do its work."""
     with _lock:
         pids: set[int] = _state.setdefault("pids", set())  # type: ignore[assignment]
         watchdog = _state.get("watchdog")
@@ -93,7 +114,7 @@ def stop_with_this_process(pid: int) -> None:
             )
             _state["watchdog"] = watchdog
             pids.clear()
-        if pid not in pids:
+        if pid is not None and pid not in pids:
             watchdog.stdin.write(f"{pid}\n")  # type: ignore[union-attr]
             watchdog.stdin.flush()  # type: ignore[union-attr]
             pids.add(pid)

@@ -3,6 +3,7 @@ sent in shard batches to a deployed shard flow (as a GPU pool would run it)."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -11,6 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.conftest import small_config_dict
@@ -84,32 +86,41 @@ def prefect_server(tmp_path):
 
 
 def test_build_through_deployments_with_a_process_worker(tmp_path, prefect_server):
+    """docs/cluster.md's process-pool recipe as written: the two pools, ``prefect deploy --all``
+    from prefect.yaml, a worker per pool. Two GPU workers; one is SIGKILLed with its flow-run
+    process while it holds a batch: the heartbeat watch marks that run Crashed, its shards run
+    again on the other worker, and the build completes with every shard."""
     env = prefect_server
-    pool = "forenset-test"
-    subprocess.run(
-        [sys.executable, "-m", "prefect", "work-pool", "create", pool, "--type", "process"],
+    for pool in ("cpu", "gpu"):
+        subprocess.run(
+            [sys.executable, "-m", "prefect", "work-pool", "create", pool, "--type", "process"],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+    dep = subprocess.run(
+        [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all"],
         env=env,
-        check=True,
+        cwd=REPO,
         capture_output=True,
-        timeout=120,
+        text=True,
+        timeout=300,
     )
-    deploy = f"""
-from prefect import flow
-flow.from_source(source={str(REPO)!r}, entrypoint="forenset/flows/deploy.py:shard_batch_flow").deploy(
-    name="gpu", work_pool_name={pool!r})
-flow.from_source(source={str(REPO)!r}, entrypoint="forenset/flows/build.py:build_flow").deploy(
-    name="build", work_pool_name={pool!r})
-"""
-    subprocess.run(
-        [sys.executable, "-c", deploy], env=env, check=True, capture_output=True, timeout=180
-    )
-    wlog = open(tmp_path / "worker.log", "w")
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--limit", "4"],
-        env=env,
-        stdout=wlog,
-        stderr=subprocess.STDOUT,
-    )
+    assert dep.returncode == 0, dep.stdout[-3000:] + dep.stderr[-3000:]
+    workers, logs = [], []
+    for name, pool in (("cpu", "cpu"), ("gpu0", "gpu"), ("gpu1", "gpu")):
+        log = open(tmp_path / f"worker-{name}.log", "w")
+        logs.append(log)
+        workers.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool]
+                + ["--limit", "4" if pool == "cpu" else "1", "--name", name],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
     run_dir = tmp_path / "run"
     cfg = small_config_dict(
         run_dir,
@@ -119,7 +130,10 @@ flow.from_source(source={str(REPO)!r}, entrypoint="forenset/flows/build.py:build
                 "kind": "deployment",
                 "deployment": "forenset-shards/gpu",
                 "batch_wait_s": 1.0,
-                "batch_shards": 8,
+                "batch_shards": 2,
+                "heartbeat_s": 1,
+                "lost_after_s": 45,
+                "retries": 2,
             },
         },
     )
@@ -127,22 +141,45 @@ flow.from_source(source={str(REPO)!r}, entrypoint="forenset/flows/build.py:build
 import json
 from prefect.deployments import run_deployment
 fr = run_deployment("forenset-build/build", parameters={{"run_uri": {str(run_dir)!r}, "config": {cfg!r}}},
-                    timeout=600, poll_interval=1, as_subflow=False)
+                    timeout=900, poll_interval=1, as_subflow=False)
 print(json.dumps({{"state": fr.state.type.value, "message": fr.state.message}}))
 """
     try:
-        p = subprocess.run(
-            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=700
+        build = subprocess.Popen(
+            [sys.executable, "-c", script],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
+        # once a GPU worker runs a shard-batch flow (a child process), kill it and the child
+        victim, deadline = None, time.time() + 600
+        while victim is None and build.poll() is None and time.time() < deadline:
+            for w in workers[1:]:
+                if psutil.Process(w.pid).children(recursive=True):
+                    victim = w
+                    break
+            time.sleep(0.2)
+        assert victim is not None, "no GPU worker ever ran a batch"
+        tree = [psutil.Process(victim.pid), *psutil.Process(victim.pid).children(recursive=True)]
+        for proc in tree:
+            proc.kill()
+        out, err = build.communicate(timeout=900)  # never hangs: the lost run is detected
+        p = subprocess.CompletedProcess(build.args, build.returncode, out, err)
     finally:
-        worker.terminate()
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-        wlog.close()
+        if build.poll() is None:
+            build.kill()
+        for w in workers:
+            if w.poll() is None:
+                w.terminate()
+                try:
+                    w.wait(20)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+        for log in logs:
+            log.close()
     assert p.returncode == 0, p.stderr[-3000:]
-    assert '"COMPLETED"' in p.stdout, (p.stdout, (tmp_path / "worker.log").read_text()[-4000:])
+    assert '"COMPLETED"' in p.stdout, (p.stdout, (tmp_path / "worker-cpu.log").read_text()[-4000:])
     from forenset.store.run_store import RunStore
     from tests.helpers import rows
 
@@ -166,9 +203,9 @@ asyncio.run(main())
     q = subprocess.run(
         [sys.executable, "-c", listing], env=env, capture_output=True, text=True, timeout=120
     )
-    import json
-
     states = json.loads(q.stdout.strip().splitlines()[-1])
     n_shards = len(store.manifest("candidates"))
-    assert states and all(s == "COMPLETED" for s in states)
-    assert len(states) < n_shards, (len(states), n_shards)
+    assert "CRASHED" in states  # the killed worker's run, marked by the heartbeat watch
+    assert states.count("COMPLETED") < n_shards, (states, n_shards)  # batches, not one per shard
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["status"] == "complete" and state["stages"]["candidates"]["retried"] >= 1
