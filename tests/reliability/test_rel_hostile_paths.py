@@ -265,3 +265,44 @@ def test_read_policy_units(tmp_path):
     with pytest.raises(paths.InputRefused, match="larger than the 1024-byte cap"):
         paths.read_bytes(str(big), paths.ReadPolicy((str(tmp_path),), max_bytes=1024))
     assert len(paths.read_bytes(str(big), paths.ReadPolicy((str(tmp_path),)))) == 2048
+
+
+def test_csv_coco_and_hf_sources_stay_inside_their_folder(tmp_path):
+    """The sources stage's other listings under the same policy: a CSV, a COCO caption file
+    and a saved dataset whose path cells climb out or are absolute give error rows."""
+    import json
+
+    datasets = pytest.importorskip("datasets")
+    from tests.stages.test_source_kinds import png, source_rows
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.png").write_bytes(png(7))
+    secret = str(outside / "secret.png")
+
+    lst = tmp_path / "list"
+    lst.mkdir()
+    (lst / "ok.png").write_bytes(png(1))
+    (lst / "photos.csv").write_text(f"path\nok.png\n../outside/secret.png\n{secret}\n\n")
+    got = {r["uri"]: r for r in source_rows(tmp_path / "a", csv=[str(lst / "photos.csv")])}
+    assert got[str(lst / "ok.png")]["status"] == "ok"
+    bad = [r for r in got.values() if r["status"] == "error"]
+    assert len(bad) == 1 and "outside the listing's folder" in bad[0]["error"]  # one file
+
+    coco = tmp_path / "coco"
+    coco.mkdir()
+    (coco / "ok.png").write_bytes(png(2))
+    doc = {"images": [{"id": 1, "file_name": "ok.png"}, {"id": 2, "file_name": secret},
+                      {"id": 3, "file_name": "../outside/secret.png"}], "annotations": []}  # fmt: skip
+    (coco / "captions.json").write_text(json.dumps(doc))
+    got = source_rows(tmp_path / "b", datasets=[f"coco:{coco / 'captions.json'}"])
+    # the two outside entries name one file: refused once, then a duplicate of that row
+    assert sorted(r["status"] for r in got) == ["error", "error", "ok"]
+    assert any("outside the listing's folder" in (r["error"] or "") for r in got)
+
+    ds = datasets.Dataset.from_dict({"image": ["ok.png", "../outside/secret.png", secret]})
+    ds.save_to_disk(str(tmp_path / "hfds"))
+    (tmp_path / "hfds" / "ok.png").write_bytes(png(3))
+    got = source_rows(tmp_path / "c", datasets=[f"hf:{tmp_path / 'hfds'}"])
+    assert [r["status"] for r in got] == ["ok", "error", "error"]
+    assert all("outside the listing's folder" in r["error"] for r in got[1:])
