@@ -68,9 +68,9 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
 
-    from forenset.backends.scorers import phrase_match
-    from forenset.backends.scorers.bertscore import BertScorer
-    from forenset.backends.scorers.entity_evidence import (
+    from forenset.benchmarks.common.scorers import phrase_match
+    from forenset.benchmarks.common.scorers.bertscore import BertScorer
+    from forenset.benchmarks.common.scorers.entity_evidence import (
         ExplanationPair,
         OfflineEntityEvidenceEvaluator,
     )

@@ -337,7 +337,7 @@ def eval_(
             f"{run_dir} has no eval_scores: build it with evaluation.enabled and a detector",
             code=1,
         )
-    from forenset.report.evaluation import DASH, HEADERS, table5
+    from forenset.benchmarks.evaluation.report import DASH, HEADERS, table5
     from forenset.store.views import connect
 
     t5 = table5(connect(store, ["eval_scores"]))
@@ -353,7 +353,7 @@ def eval_(
         console.print("models: " + "; ".join(t5.models))
     for (header, why), where in t5.reasons.items():
         console.print(f"{DASH} {header}: {why} ({', '.join(where)})")
-    from forenset.report.evaluation import (
+    from forenset.benchmarks.evaluation.report import (
         ROBUST_HEADERS,
         agreement_line,
         gold_agreement,
@@ -441,9 +441,9 @@ def export_gold_(
     seed: Annotated[int | None, typer.Option(help="Draw seed (default: the build seed).")] = None,
 ) -> None:
     """Label Studio task for human gold explanations of fake+real pairs (XPlainVerse §4)."""
+    from forenset.benchmarks.evaluation.gold import export_gold
     from forenset.exports.api import build_seed
     from forenset.exports.data import default_out, load_samples
-    from forenset.exports.labelstudio_gold import export_gold
 
     store = _open(run_dir)
     if not store.manifest("splits"):
@@ -477,9 +477,9 @@ def import_gold_(
     """Store human gold explanations as ``gold_references``; print each problem class with its
     count and the inter-annotator agreement (EntityScore / EvidenceScore by the ``--evaluator``
     model, else by the offline phrase matcher)."""
+    from forenset.benchmarks.evaluation.gold import import_gold
+    from forenset.benchmarks.evaluation.report import gold_agreement
     from forenset.exports.labelstudio import AnnotationImportError
-    from forenset.exports.labelstudio_gold import import_gold
-    from forenset.report.evaluation import gold_agreement
 
     if not export_json.exists():
         fail(f"{export_json} does not exist")
@@ -494,7 +494,7 @@ def import_gold_(
 
         from forenset.backends.llm.cache import ResponseCache
         from forenset.backends.llm.types import LLMSettings
-        from forenset.backends.scorers.entity_evidence import ModelEntityEvidenceEvaluator
+        from forenset.benchmarks.common.scorers.entity_evidence import ModelEntityEvidenceEvaluator
         from forenset.exports.api import build_seed
 
         settings = LLMSettings.model_validate(yaml.safe_load(evaluator.read_text()))
@@ -525,7 +525,7 @@ def reward(
     store = _open(run_dir)
     if not store.manifest("reward_scores"):
         fail(f"{run_dir} has no reward_scores: build it with reward.enabled", code=1)
-    from forenset.report.reward import reward_tables
+    from forenset.benchmarks.reward.report import reward_tables
     from forenset.store.views import connect
 
     got = reward_tables(connect(store, ["reward_scores", "reward_labels"]))
@@ -544,7 +544,7 @@ def reward(
             + ", ".join(got.ties)
         )
     if label_studio is not None or hf is not None:
-        from forenset.exports.reward import export_reward_hf, label_studio_tasks
+        from forenset.benchmarks.reward.exports import export_reward_hf, label_studio_tasks
 
         if label_studio is not None:
             done = label_studio_tasks(store, label_studio)
@@ -566,7 +566,7 @@ def fakebench(
             f"{run_dir} has no fakebench_scores: build it with fakebench.enabled and a model",
             code=1,
         )
-    from forenset.report.fakebench import (
+    from forenset.benchmarks.fakebench.report import (
         CLASS_HEADERS,
         CLUE_HEADERS,
         DASH,

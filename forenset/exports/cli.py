@@ -212,8 +212,8 @@ def safeimg_cmd(
     """SafeIMG: build D_ann / D_hard / excluded / D_real and print Tables 2-3 from detections."""
     import yaml
 
+    from forenset.benchmarks.safeimg.sets import format_tables, run_safeimg, simulate_annotations
     from forenset.exports.api import build_seed
-    from forenset.exports.safeimg import format_tables, run_safeimg, simulate_annotations
 
     store = _store(run_dir)
     seed = build_seed(store)
@@ -221,7 +221,7 @@ def safeimg_cmd(
     if judge is not None:
         from forenset.backends.llm.cache import ResponseCache
         from forenset.backends.llm.types import LLMSettings
-        from forenset.backends.scorers.safeimg import ModelAlignmentJudge
+        from forenset.benchmarks.safeimg.scorers import ModelAlignmentJudge
 
         settings = LLMSettings.model_validate(yaml.safe_load(judge.read_text()))
         j = ModelAlignmentJudge(
@@ -269,8 +269,8 @@ def fakebench_export_cmd(
     ] = False,
 ) -> None:
     """FakeBench items (FakeClass, FakeClue, FakeQA) as an HF dataset, one config per task."""
+    from forenset.benchmarks.fakebench.bench_export import export_clue_task, export_fakebench_bench
     from forenset.exports.data import default_out
-    from forenset.exports.fakebench_bench import export_clue_task, export_fakebench_bench
 
     store = _store(run_dir)
     try:

@@ -242,8 +242,8 @@ def _extra_tasks(folder: Path, names: list[str]) -> list[dict[str, Any]]:
 
 
 def _extra_xml() -> dict[str, tuple[str, str]]:
-    from forenset.exports.fakebench_bench import CLUE_XML
-    from forenset.exports.labelstudio_gold import GOLD_XML
+    from forenset.benchmarks.evaluation.gold import GOLD_XML
+    from forenset.benchmarks.fakebench.bench_export import CLUE_XML
 
     return {"fakeclue": ("forenset FakeClue", CLUE_XML), "gold": ("forenset gold", GOLD_XML)}
 

@@ -28,13 +28,17 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.text",
         "forenset.perturbations",
         "forenset.readers",
+        "forenset.benchmarks.*.schemas",  # each benchmark family's table schemas
+        "forenset.benchmarks.fakebench.text",  # FakeBench's vocabulary and answer rules
     ),
     ("forenset.store.run_store", "forenset.store"),
     ("forenset.stages",),
     ("forenset.store.views",),
-    ("forenset.backends",),
-    ("forenset.tasks",),
-    ("forenset.exports", "forenset.report"),
+    # the families' building blocks: the forensic detector, reply parsers, the scorer library
+    ("forenset.backends", "forenset.benchmarks.common", "forenset.benchmarks.*.scorers"),
+    ("forenset.tasks", "forenset.benchmarks.*.stages"),
+    # a family's report section, exports and set assembly (the default for a family module)
+    ("forenset.exports", "forenset.report", "forenset.benchmarks"),
     ("forenset.config",),
     ("forenset.scheduler", "forenset.worker"),
     ("forenset.flows",),
@@ -51,11 +55,18 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def matches(module: str, prefix: str) -> bool:
+    """``module`` is ``prefix`` or inside it; a ``*`` in the prefix stands for one name (the
+    benchmark family: ``forenset.benchmarks.*.stages``)."""
+    m, p = module.split("."), prefix.split(".")
+    return len(m) >= len(p) and all(a == b or b == "*" for a, b in zip(m, p, strict=False))
+
+
 def layer_of(module: str) -> int:
     best, where = -1, -1
     for i, prefixes in enumerate(LAYERS):
         for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > best:
+            if matches(module, p) and len(p) > best:
                 best, where = len(p), i
     assert where >= 0, f"{module} is in no layer: add it to LAYERS and to docs/design.md"
     return where

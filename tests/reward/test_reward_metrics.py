@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from forenset.backends.reward.metrics import (
+from forenset.benchmarks.reward.scorers.metrics import (
     Game,
     acc2,
     acc4,
