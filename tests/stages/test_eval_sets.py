@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from forenset.benchmarks.evaluation.stages.eval_sets import EvaluationConfig, draw, set_sizes
+from forenset.benchmarks.evaluation.config import EvaluationConfig
+from forenset.benchmarks.evaluation.stages.eval_sets import draw, set_sizes
 from forenset.config import validate_config
 from tests.conftest import small_config_dict
 from tests.helpers import rows, run_local

@@ -349,8 +349,8 @@ def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
                 assert "sigma" in a["response"] and a["null_reason"] is None
 
     # hand-check one image: retrain the same draw, explain it, rebuild the expected answers
+    from forenset.benchmarks.common.responders import DetectorConfig
     from forenset.benchmarks.evaluation.stages.detections import Detections
-    from forenset.benchmarks.evaluation.stages.eval_sets import DetectorConfig
     from forenset.tasks.base import StageContext
 
     splits = rows(store, "splits")

@@ -37,11 +37,7 @@ perturbation "<family>:<severity>"), error rows included, so the scores can be s
 
 from __future__ import annotations
 
-import csv
-import hashlib
-import io
 import json
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,8 +47,11 @@ import pyarrow as pa
 
 from forenset.backends.llm.types import ChatRequest
 from forenset.benchmarks.common.answers import LABELS, format_reply, parse_answer
+from forenset.benchmarks.common.predictions import file_digest, read_predictions
+from forenset.benchmarks.common.responders import DetectorConfig
+from forenset.benchmarks.common.training import trained_detector, training_draw
+from forenset.benchmarks.evaluation.config import EvaluationConfig
 from forenset.benchmarks.evaluation.schemas.detections import SCHEMA
-from forenset.benchmarks.evaluation.stages.eval_sets import DetectorConfig, EvaluationConfig
 from forenset.confbase import fingerprint_view
 from forenset.errors import ConfigurationError
 from forenset.images import decode_rgb
@@ -80,18 +79,6 @@ if TYPE_CHECKING:  # scikit-learn stays unloaded until a detector trains
 
 TEMPLATES = {"complex": "detect_complex", "simple": "detect_simple"}
 FILE_SHARD = "sets"  # a file detector's one shard covers both evaluation sets
-
-# Trained offline detectors of this process, by training fingerprint (see ``_trained``).
-_TRAINED: dict[str, ForensicDetector] = {}
-_TRAIN_LOCK = threading.Lock()
-
-
-def file_digest(path: str) -> str:
-    """Content hash of a predictions file (fingerprinted: new predictions recompute)."""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return "unreadable"
 
 
 def detector_config(d: DetectorConfig) -> dict[str, Any]:
@@ -244,43 +231,10 @@ class Detections(Stage):
         return out
 
     def training_draw(self, d: DetectorConfig, train: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``train_per_class`` samples per label, the first of a seeded ranking."""
-        chosen = []
-        for label in LABELS:
-            pool = sorted(
-                (r for r in train if r["label"] == label),
-                key=lambda r: (
-                    derive_seed(self.ctx.seed, "detections", d.name, r["sample_id"]),
-                    r["sample_id"],
-                ),
-            )
-            chosen.extend(pool[: d.train_per_class])
-        return chosen
+        return training_draw(self.ctx.seed, d, train)
 
     def trained(self, d: DetectorConfig, train: list[dict[str, Any]]) -> ForensicDetector:
-        """The detector trained on this draw, once per process (the id and ood shards share it)."""
-        # scikit-learn loads here, not when the build config is read (it imports this module)
-        from forenset.benchmarks.common.detector import ForensicDetector
-
-        chosen = self.training_draw(d, train)
-        counts = {lab: sum(r["label"] == lab for r in chosen) for lab in LABELS}
-        if min(counts.values()) == 0:
-            raise StageRowError(
-                f"detector {d.name} cannot be trained: the train split has {counts['real']} "
-                f"real and {counts['fake']} fake samples, and training needs both"
-            )
-        key = hashlib.sha256(
-            json.dumps(
-                [d.classifier, sorted((r["sample_id"], r["label"], r["blob"]) for r in chosen)]
-            ).encode()
-        ).hexdigest()
-        with _TRAIN_LOCK:
-            det = _TRAINED.get(key)
-            if det is None:
-                images = [decode_rgb(self.ctx.store.get_blob(r["blob"])) for r in chosen]
-                det = ForensicDetector(d.classifier).fit(images, [r["label"] for r in chosen])
-                _TRAINED[key] = det
-        return det
+        return trained_detector(self.ctx, d, train)
 
     def offline_rows(
         self, d: DetectorConfig, det: ForensicDetector, item: dict[str, Any]
@@ -380,107 +334,6 @@ def simple_text(found: Detection) -> str:
         f"most, in the {found.position}, is still within what a normal photo shows, so the "
         "picture is judged real."
     )
-
-
-# -- predictions files ------------------------------------------------------------------------
-
-REQUIRED = ("sample_id", "answer", "explanation")
-
-
-def _examples(found: list[tuple[int, str]]) -> str:
-    shown = ", ".join(f"{sid!r} at line {n}" if sid else f"line {n}" for n, sid in found[:3])
-    return shown + (", …" if len(found) > 3 else "")
-
-
-def _records(text: str, is_csv: bool) -> list[tuple[int, dict[str, Any] | None, str]]:
-    """(line number, record or None when the line is not a record, raw text) per data line."""
-    out: list[tuple[int, dict[str, Any] | None, str]] = []
-    if is_csv:
-        reader = csv.DictReader(io.StringIO(text))
-        for rec in reader:
-            raw = json.dumps(rec, ensure_ascii=False)
-            clean = {k: v for k, v in rec.items() if k is not None and v not in (None, "")}
-            out.append((reader.line_num, clean, raw))
-        return out
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            rec = None
-        out.append((n, rec if isinstance(rec, dict) else None, line))
-    return out
-
-
-def _has_surrogates(value: Any) -> bool:
-    return isinstance(value, str) and any("\udc80" <= ch <= "\udcff" for ch in value)
-
-
-def read_predictions(
-    path: str, known: set[str]
-) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """The usable predictions by sample id, and one sentence per class of problem.
-
-    Text is decoded with ``surrogateescape`` so a line with bytes that are not UTF-8 is found
-    (and reported) instead of failing the whole file."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise ConfigurationError(
-            f"cannot read the predictions file {path}: {e.strerror or e}"
-        ) from e
-    text = data.decode("utf-8", "surrogateescape").lstrip("\ufeff")
-    is_csv = p.suffix.lower() == ".csv" or (
-        p.suffix.lower() not in (".jsonl", ".json", ".ndjson") and not text.lstrip().startswith("{")
-    )
-    found: dict[str, list[tuple[int, str]]] = {}
-    preds: dict[str, dict[str, Any]] = {}
-    for n, rec, raw in _records(text, is_csv):
-        if rec is None:
-            found.setdefault("not_a_record", []).append((n, ""))
-            continue
-        sid = rec.get("sample_id")
-        sid = str(sid) if sid is not None else ""
-        if any(_has_surrogates(v) for v in (*rec.values(), *rec.keys())):
-            found.setdefault("not_utf8", []).append((n, writable(sid)))
-            continue
-        missing = [f for f in REQUIRED if rec.get(f) in (None, "")]
-        if missing:
-            found.setdefault("missing_fields", []).append((n, sid))
-            continue
-        if sid not in known:
-            found.setdefault("unknown_id", []).append((n, sid))
-            continue
-        if sid in preds:
-            found.setdefault("duplicate", []).append((n, sid))
-            continue
-        preds[sid] = {**rec, "sample_id": sid, "line": n, "raw": raw}
-    name = p.name
-    what = {
-        "not_a_record": "{k} line{s} of {name} {are} not a JSON object and {are} not used ({ex})",
-        "missing_fields": "{k} line{s} of {name} lack{s_} sample_id, answer or explanation and "
-        "{are} not used ({ex})",
-        "not_utf8": "{k} line{s} of {name} {are} not valid UTF-8 text and {are} not used ({ex})",
-        "unknown_id": "{k} line{s} of {name} name{s_} a sample id in no evaluation set and "
-        "{are} not used ({ex})",
-        "duplicate": "{k} line{s} of {name} repeat{s_} a sample id already predicted on an "
-        "earlier line; the first line is used and {these} {are} not ({ex})",
-    }
-    problems = {}
-    for cls, hits in found.items():
-        k = len(hits)
-        problems[cls] = "predictions file: " + what[cls].format(
-            k=k,
-            s="" if k == 1 else "s",
-            s_="s" if k == 1 else "",
-            are="is" if k == 1 else "are",
-            these="this" if k == 1 else "these",
-            name=name,
-            ex=_examples(hits),
-        )
-    return preds, problems
 
 
 # -- vlm ---------------------------------------------------------------------------------------

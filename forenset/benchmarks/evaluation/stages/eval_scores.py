@@ -64,8 +64,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from forenset.benchmarks.common.scorers.types import Score, null_score
+from forenset.benchmarks.evaluation.config import EVAL_SETS
 from forenset.benchmarks.evaluation.schemas.eval_scores import SCHEMA
-from forenset.benchmarks.evaluation.stages.eval_sets import EVAL_SETS
 from forenset.confbase import fingerprint_view
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage

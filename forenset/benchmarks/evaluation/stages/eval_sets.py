@@ -29,24 +29,23 @@ family and per family and severity (``eval_scores``).
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pydantic import Field, field_validator, model_validator
 
-from forenset.backends.llm.types import LLMSettings
+from forenset.benchmarks.evaluation.config import (
+    EVAL_SETS,
+    EvaluationConfig,
+    perturbed_variant,
+)
 from forenset.benchmarks.evaluation.schemas.eval_sets import SCHEMA
-from forenset.confbase import Strict, fingerprint_view
+from forenset.confbase import fingerprint_view
 from forenset.images import decode_rgb, encode_png
 from forenset.perturbations.propagation import propagate
-from forenset.perturbations.registry import FAMILIES
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ContractError, ShardSpec, Stage, describe, writable
-
-EVAL_SETS = ("id", "ood")
-MAX_PROPAGATION = 3
 
 
 def variant_name(level: int) -> str:
@@ -58,117 +57,6 @@ def eval_item_id(eval_set: str, sample_id: str, level: int) -> str:
     """``<eval_set>/<sample_id>`` for the clean item (level 0), ``…@<level>x`` otherwise."""
     base = f"{eval_set}/{sample_id}"
     return base if level == 0 else f"{base}@{variant_name(level)}"
-
-
-class DetectorConfig(Strict):
-    """One detector under evaluation (one row per eval item per detector per track).
-
-    ``offline``: forensic features + a scikit-learn classifier trained on the train split
-    (``forenset.benchmarks.common``); ``vlm``: a model pool prompted with the paper's detection
-    prompts (App. 16.0.0.2); ``file``: predictions of the user's own model, JSONL or CSV with
-    ``sample_id, answer, explanation[, simple_explanation]``."""
-
-    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    kind: Literal["offline", "vlm", "file"] = "offline"
-    classifier: Literal["logreg", "hgb"] = "logreg"  # offline
-    train_per_class: int = Field(2000, ge=1)  # offline: seeded draw per label from the train split
-    llm: LLMSettings | None = None  # vlm
-    max_attempts: int = Field(1, ge=1, le=10)  # vlm: an unparseable answer is a wrong prediction
-    path: str | None = None  # file
-
-    @model_validator(mode="after")
-    def _kind(self) -> DetectorConfig:
-        if self.kind == "vlm" and self.llm is None:
-            raise ValueError(f"detector {self.name}: kind 'vlm' needs an 'llm:' pool")
-        if self.kind == "file" and not self.path:
-            raise ValueError(f"detector {self.name}: kind 'file' needs 'path:'")
-        return self
-
-
-def perturbed_variant(family: str, severity: float) -> str:
-    """The variant label of a catalogue perturbation: ("noise", 0.5) -> "noise:0.5"."""
-    return f"{family}:{severity:g}"
-
-
-class EvalPerturbationsConfig(Strict):
-    """Perturbed copies of every drawn sample: one op of each family at each severity."""
-
-    families: list[str] = []  # catalogue families (forenset.perturbations.FAMILIES)
-    severities: list[float] = [0.2, 0.5, 0.8]  # 0 easy end .. 1 hard end; default: band centres
-    include: list[str] | None = None  # only these ops of the families (default: all admitted)
-
-    @field_validator("families")
-    @classmethod
-    def _families(cls, v: list[str]) -> list[str]:
-        bad = [f for f in v if f not in FAMILIES]
-        if bad:
-            raise ValueError(f"unknown perturbation families {bad}; known: {list(FAMILIES)}")
-        if len(set(v)) != len(v):
-            raise ValueError("perturbation families must be unique")
-        return v
-
-    @field_validator("severities")
-    @classmethod
-    def _severities(cls, v: list[float]) -> list[float]:
-        if not v:
-            raise ValueError("severities needs at least one value in [0, 1]")
-        bad = [x for x in v if not 0.0 <= x <= 1.0]
-        if bad:
-            raise ValueError(f"severities must be in [0, 1]; got {bad}")
-        if len({perturbed_variant("x", x) for x in v}) != len(v):
-            raise ValueError("severities must be unique")
-        return sorted(v)
-
-    @field_validator("include")
-    @classmethod
-    def _ops(cls, v: list[str] | None) -> list[str] | None:
-        from forenset.perturbations import REGISTRY
-
-        bad = sorted(n for n in v or [] if n not in REGISTRY)
-        if bad:
-            raise ValueError(f"unknown perturbation ops {bad}")
-        return v
-
-
-class ScorersConfig(Strict):
-    """Explanation metrics. Model-based ones load from a local path; unset, they are null with
-    the reason. ``evaluator`` unset: EntityScore/EvidenceScore by the offline phrase matcher."""
-
-    evaluator: LLMSettings | None = None
-    bertscore_model: str | None = None
-    sle_model: str | None = None
-    # "gold": fakes' complex track against the human gold references (gold_references table)
-    references: Literal["dataset", "gold"] = "dataset"
-
-
-class EvaluationConfig(Strict):
-    """The ``evaluation:`` section, shared by the evaluation stages. Off by default."""
-
-    enabled: bool = False
-    split: Literal["train", "validation", "test"] = "test"
-    fakes: int = Field(10_000, ge=1)  # per set, XPlainVerse App. 16
-    reals: int = Field(8_500, ge=0)
-    keep_composition: bool = True  # shrink both counts alike when the split is smaller
-    tracks: list[Literal["complex", "simple"]] = ["complex", "simple"]
-    detectors: list[DetectorConfig] = [DetectorConfig(name="forensic")]
-    scorers: ScorersConfig = ScorersConfig()
-    # re-sharing levels of every drawn sample: 0 = the clean image, 1-3 = propagated copies
-    propagation: list[int] = [0]
-    # catalogue perturbations of every drawn sample, per family and severity (none by default)
-    perturbations: EvalPerturbationsConfig = EvalPerturbationsConfig()
-
-    @field_validator("propagation")
-    @classmethod
-    def _levels(cls, v: list[int]) -> list[int]:
-        if not v:
-            raise ValueError("propagation needs at least one level (0 = the clean images)")
-        bad = [x for x in v if not 0 <= x <= MAX_PROPAGATION]
-        if bad:
-            raise ValueError(f"propagation levels must be 0-{MAX_PROPAGATION}; got {bad}")
-        dup = sorted({x for x in v if v.count(x) > 1})
-        if dup:
-            raise ValueError(f"propagation levels must be unique; {dup} repeated")
-        return sorted(v)
 
 
 def draw(

@@ -44,16 +44,12 @@ import pyarrow as pa
 
 from forenset.benchmarks.common.answers import parse_answer
 from forenset.benchmarks.common.forensic import MEASURE_WORDS
-from forenset.benchmarks.evaluation.stages.detections import Detections
-from forenset.benchmarks.evaluation.stages.eval_sets import DetectorConfig
+from forenset.benchmarks.common.reads import read_tagged
+from forenset.benchmarks.common.responders import DetectorConfig
+from forenset.benchmarks.common.training import trained_detector
 from forenset.benchmarks.fakebench import text as fb
+from forenset.benchmarks.fakebench.config import ANSWER_TEMPLATES, FakeBenchConfig, FakeBenchModel
 from forenset.benchmarks.fakebench.schemas.fakebench_answers import SCHEMA
-from forenset.benchmarks.fakebench.stages.fakebench_items import (
-    ANSWER_TEMPLATES,
-    FakeBenchConfig,
-    FakeBenchModel,
-)
-from forenset.benchmarks.reward.stages.reward_images import read_tagged
 from forenset.confbase import fingerprint_view
 from forenset.errors import ConfigurationError
 from forenset.images import decode_rgb
@@ -221,7 +217,7 @@ class FakeBenchAnswers(Stage):
         d = DetectorConfig(name=m.name, classifier=m.classifier, train_per_class=m.train_per_class)
         bases = [self.base(m, it) for it in items]
         try:
-            det = Detections(self.ctx).trained(d, train)
+            det = trained_detector(self.ctx, d, train)
         except StageRowError as e:
             return [{**b, "status": "error", "error": writable(str(e)),
                      "retryable": e.retryable} for b in bases]  # fmt: skip

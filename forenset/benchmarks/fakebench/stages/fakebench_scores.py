@@ -42,8 +42,8 @@ from typing import Any
 import pyarrow as pa
 
 from forenset.benchmarks.common.scorers.types import Score, null_score
+from forenset.benchmarks.fakebench.config import FakeBenchConfig
 from forenset.benchmarks.fakebench.schemas.fakebench_scores import SCHEMA
-from forenset.benchmarks.fakebench.stages.fakebench_items import FakeBenchConfig
 from forenset.benchmarks.fakebench.text import exact_match
 from forenset.confbase import fingerprint_view
 from forenset.store.run_store import ShardInfo

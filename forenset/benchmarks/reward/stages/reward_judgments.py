@@ -18,11 +18,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from forenset.benchmarks.reward.config import JudgeConfig, RewardConfig
 from forenset.benchmarks.reward.schemas.reward_judgments import SCHEMA
 from forenset.benchmarks.reward.scorers.metrics import flip
 from forenset.benchmarks.reward.scorers.replies import parse_judge
 from forenset.benchmarks.reward.scorers.rubric import RULE_MODEL, RuleJudge
-from forenset.benchmarks.reward.stages.reward_images import JudgeConfig, RewardConfig
 from forenset.confbase import fingerprint_view
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage, describe, writable

@@ -23,11 +23,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from forenset.benchmarks.evaluation.stages.detections import file_digest
+from forenset.benchmarks.common.predictions import file_digest
+from forenset.benchmarks.reward.config import LabelsConfig
 from forenset.benchmarks.reward.schemas.reward_labels import SCHEMA
 from forenset.benchmarks.reward.scorers.metrics import CHOICES, majority
 from forenset.benchmarks.reward.scorers.rubric import SIM_MODEL, simulate_annotator
-from forenset.benchmarks.reward.stages.reward_images import LabelsConfig
 from forenset.confbase import fingerprint_view
 from forenset.errors import ConfigurationError
 from forenset.seeds import rng_for

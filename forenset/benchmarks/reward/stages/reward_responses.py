@@ -24,15 +24,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from forenset.benchmarks.evaluation.stages.detections import (
-    Detections,
-    file_digest,
-    read_predictions,
-)
-from forenset.benchmarks.evaluation.stages.eval_sets import DetectorConfig
+from forenset.benchmarks.common.predictions import file_digest, read_predictions
+from forenset.benchmarks.common.reads import read_tagged
+from forenset.benchmarks.common.responders import DetectorConfig
+from forenset.benchmarks.common.training import trained_detector
+from forenset.benchmarks.reward.config import PolicyConfig, RewardConfig
 from forenset.benchmarks.reward.schemas.reward_responses import SCHEMA
 from forenset.benchmarks.reward.scorers.replies import parse_policy
-from forenset.benchmarks.reward.stages.reward_images import PolicyConfig, RewardConfig, read_tagged
 from forenset.confbase import fingerprint_view
 from forenset.errors import ConfigurationError
 from forenset.images import decode_rgb
@@ -175,7 +173,7 @@ class RewardResponses(Stage):
     ) -> list[dict[str, Any]]:
         d = DetectorConfig(name=p.name, classifier=p.classifier, train_per_class=p.train_per_class)
         try:
-            det = Detections(self.ctx).trained(d, train)
+            det = trained_detector(self.ctx, d, train)
         except StageRowError as e:
             return [self.failed(p, im, str(e), e.retryable) for im in images]
         out = []

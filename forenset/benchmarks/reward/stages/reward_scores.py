@@ -25,6 +25,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from forenset.benchmarks.common.reads import read_tagged
+from forenset.benchmarks.reward.config import RewardConfig
 from forenset.benchmarks.reward.schemas.reward_scores import SCHEMA
 from forenset.benchmarks.reward.scorers.metrics import (
     Game,
@@ -34,7 +36,6 @@ from forenset.benchmarks.reward.scorers.metrics import (
     elo_table,
     position_shares,
 )
-from forenset.benchmarks.reward.stages.reward_images import RewardConfig, read_tagged
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage, dumps
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from forenset.benchmarks.reward.config import RewardConfig
 from forenset.benchmarks.reward.schemas.reward_triplets import SCHEMA
-from forenset.benchmarks.reward.stages.reward_images import RewardConfig
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage
