@@ -10,7 +10,7 @@ import sys
 from typer.testing import CliRunner
 
 from forenset.benchmarks.fakebench.text import CLUE_FIELD, read_clue_edits
-from forenset.exports.cli import app
+from forenset.cli import app
 from tests.exports.test_export_formats import _hf_env
 from tests.helpers import rows
 

@@ -261,7 +261,7 @@ def test_simulated_annotations_are_labelled(run):
 def test_cli_simulated_demo_prints_both_tables(run):
     from typer.testing import CliRunner
 
-    from forenset.exports.cli import app
+    from forenset.cli import app
 
     res = CliRunner().invoke(app, ["safeimg", str(run.root), "--simulate"])
     assert res.exit_code == 0, res.output
