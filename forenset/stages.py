@@ -15,6 +15,8 @@ from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
+from forenset.errors import ForensetError
+
 # A stage class (``forenset.tasks.base.Stage``): the registry sits below the stages' layer and
 # names their classes by import path, so it does not import the base class either.
 Stage = Any
@@ -55,7 +57,7 @@ BUILTIN: dict[str, str] = {
 NON_STAGE_TABLES: tuple[str, ...] = ("annotations", "gold_references")
 
 
-class RegistryError(RuntimeError):
+class RegistryError(ForensetError, RuntimeError):
     """The stage registry is inconsistent (a cycle, an unknown input, a clashing plugin)."""
 
 

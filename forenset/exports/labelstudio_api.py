@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from forenset.errors import ForensetError
 from forenset.exports.data import write_atomic
 from forenset.exports.labelstudio import (
     BBOX_XML,
@@ -38,7 +39,7 @@ PROJECTS = ("safeimg", "fakeclue", "gold")
 LOCAL_FILES = "?d="  # the query of a Local Files image URL, before the path under the root
 
 
-class LabelStudioError(RuntimeError):
+class LabelStudioError(ForensetError, RuntimeError):
     """A Label Studio API call failed; the message names the call and the server's reply."""
 
 

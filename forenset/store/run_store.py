@@ -31,6 +31,8 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forenset.errors import ForensetError
+
 META_KEY = b"forenset"
 TMP_DIR = "_tmp"  # temporaries of atomic writes (same volume as the run, so rename is atomic)
 
@@ -60,7 +62,7 @@ def write_atomic(fs: Any, root: str, final: str, data: bytes, *, fsync: bool = F
         raise
 
 
-class RunLockedError(RuntimeError):
+class RunLockedError(ForensetError, RuntimeError):
     """Another build holds the run directory."""
 
 

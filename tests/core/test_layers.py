@@ -23,7 +23,6 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.schemas",
         "forenset.images",
         "forenset.seeds",
-        "forenset.stats",
         "forenset.runtime",
         "forenset.text",
         "forenset.perturbations",
@@ -33,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("forenset.store.run_store", "forenset.store"),
     ("forenset.stages",),
-    ("forenset.store.views",),
+    ("forenset.store.views", "forenset.stats"),  # SQL over the stage views
     # the families' building blocks: the forensic detector, reply parsers, the scorer library
     (
         "forenset.backends",

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from forenset.confbase import operational
+from forenset.errors import ForensetError
 
 
 @dataclass
@@ -167,7 +168,7 @@ class LLMSettings(BaseModel):
         return self
 
 
-class LLMCallError(Exception):
+class LLMCallError(ForensetError):
     """One failed attempt. ``retryable`` decides between backoff and a terminal error row."""
 
     def __init__(
@@ -191,7 +192,7 @@ class LLMCallError(Exception):
         self.headers = headers or {}
 
 
-class StageAborted(RuntimeError):
+class StageAborted(ForensetError, RuntimeError):
     """Base for stage-level aborts raised by run_chat."""
 
 

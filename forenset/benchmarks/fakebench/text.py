@@ -1,6 +1,6 @@
 """FakeBench (§3) vocabulary: the 14 clue dimensions, the question forms and the answer rules.
 
-Pure data helpers shared by the FakeBench stages (``forenset/tasks/fakebench_*``), the FakeBench
+Pure data helpers shared by the FakeBench stages (``forenset/benchmarks/fakebench/stages``), the FakeBench
 export and the Label Studio task that lets people edit golden clues:
 
 * :data:`DIMENSIONS`: the 14 dimensions of telltale clues (§3.4), in the paper's order.

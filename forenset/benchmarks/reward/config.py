@@ -61,7 +61,7 @@ class JudgeConfig(Strict):
 
 
 class SimulateConfig(Strict):
-    """Simulated annotators (``backends/reward/rubric.py``: the documented noisy rule)."""
+    """Simulated annotators (``benchmarks/reward/scorers/rubric.py``: the documented noisy rule)."""
 
     annotators: int = Field(3, ge=1, le=20)
     noise: float = Field(0.15, ge=0, le=1)

@@ -6,7 +6,7 @@ second time with the responses exchanged (``order = swapped``); ``choice_shown``
 back to the order annotators saw, so accuracy and position bias compare like with like. One
 shard per judge (``judge=`` partition), fingerprinted by that judge (and ``swap``) only.
 
-``rules``: the offline rubric judge (``backends/reward/rubric.py``), a real algorithm that reads
+``rules``: the offline rubric judge (``benchmarks/reward/scorers/rubric.py``), a real algorithm that reads
 the two texts and never the image's true label. ``llm``: template ``reward_judge`` through one
 ``call_validated`` per shard; a reply that does not start with a choice is an ok row with
 ``choice`` null and ``parse_error`` (a wrong judgment), a failed call an error row.

@@ -10,7 +10,7 @@ for manual resolution, and ``reward.labels.resolutions: {triplet_id: choice}`` r
 annotations without one of the four choices, are one error row per class of problem.
 
 Without ``path``, ``reward.labels.simulate`` annotators label every triplet by the documented
-noisy rule (``backends/reward/rubric.py``); every such row has ``source = simulated`` and the
+noisy rule (``benchmarks/reward/scorers/rubric.py``); every such row has ``source = simulated`` and the
 annotators are ``sim-1`` … ``sim-N``. The two sources are never mixed in one build.
 """
 
