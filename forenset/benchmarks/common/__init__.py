@@ -1,8 +1,12 @@
-"""Offline detectors: forensic features from pixels, a trainable classifier over them, and the
-parser of VLM detector replies (``<reasoning>…</reasoning><answer>real|fake</answer>``).
+"""What the benchmark families share, so that no stage imports another stage.
 
-Offline means no weights and no keys: every number is computed from the image itself, so the
-evaluation benchmark has a detector baseline that runs anywhere.
+The offline detector: forensic features from pixels (``forensic``), a trainable classifier over
+them (``detector``), its training on the run's train split (``training``), and the parser of
+VLM detector replies (``answers``: ``<reasoning>…</reasoning><answer>real|fake</answer>``).
+Offline means no weights and no keys: every number is computed from the image itself, so every
+benchmark has a detector baseline that runs anywhere. Also: the detector config
+(``responders``), predictions files of the user's own model (``predictions``), tagged input
+reads (``reads``), the scorer library (``scorers``) and the families' CLI helpers (``cli``).
 """
 
 from __future__ import annotations

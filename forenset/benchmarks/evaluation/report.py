@@ -10,13 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from forenset.benchmarks.evaluation.schemas.eval_scores import EXPLANATION_METRICS
+
 # (eval_scores column, header) of each explanation metric, in the paper's order
-EVAL_METRICS = (
-    ("entity_score", "EntityScore"),
-    ("evidence_score", "EvidenceScore"),
-    ("bertscore_f1", "BERTScore-F1"),
-    ("sle", "SLE"),
-)
+EVAL_METRICS = tuple((m.name, m.header) for m in EXPLANATION_METRICS)
 HEADERS = ("detector", "track", "F1 ID", "F1 OOD", *(h for _, h in EVAL_METRICS))
 DASH = "\u2014"
 

@@ -1,6 +1,28 @@
+from dataclasses import dataclass
+
 import pyarrow as pa
 
 from forenset.schemas.common import F64, I64, S, stage_schema
+
+
+@dataclass(frozen=True)
+class ExplanationMetric:
+    """One explanation metric of the evaluation family: its column in ``eval_scores`` (plus
+    ``_model``, ``_backend``, ``_reason``), its header in ``forenset eval`` and the report, and
+    the tracks it scores. The stage, this schema and the report all read this one list."""
+
+    name: str
+    header: str
+    tracks: tuple[str, ...]
+
+
+# In the paper's order (XPlainVerse Table 5).
+EXPLANATION_METRICS: tuple[ExplanationMetric, ...] = (
+    ExplanationMetric("entity_score", "EntityScore", ("complex",)),
+    ExplanationMetric("evidence_score", "EvidenceScore", ("complex",)),
+    ExplanationMetric("bertscore_f1", "BERTScore-F1", ("complex", "simple")),
+    ExplanationMetric("sle", "SLE", ("simple",)),  # normalised (eq. 7-8)
+)
 
 
 def _metric(name: str) -> list[pa.Field]:
@@ -37,8 +59,5 @@ SCHEMA = stage_schema(
     # explanations: means over the group's items that have a reference explanation
     pa.field("n_explained", I64),  # items scored against a reference
     pa.field("n_no_reference", I64),  # items whose sample has no reference explanation
-    *_metric("entity_score"),  # complex track
-    *_metric("evidence_score"),  # complex track
-    *_metric("bertscore_f1"),  # both tracks
-    *_metric("sle"),  # simple track, normalised (eq. 7-8)
+    *(f for m in EXPLANATION_METRICS for f in _metric(m.name)),
 )

@@ -65,16 +65,16 @@ import pyarrow.compute as pc
 
 from forenset.benchmarks.common.scorers.types import Score, null_score
 from forenset.benchmarks.evaluation.config import EVAL_SETS
-from forenset.benchmarks.evaluation.schemas.eval_scores import SCHEMA
+from forenset.benchmarks.evaluation.schemas.eval_scores import EXPLANATION_METRICS, SCHEMA
 from forenset.confbase import fingerprint_view
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage
 
+METRICS = tuple(m.name for m in EXPLANATION_METRICS)
 TRACK_METRICS: dict[str, tuple[str, ...]] = {
-    "complex": ("entity_score", "evidence_score", "bertscore_f1"),
-    "simple": ("bertscore_f1", "sle"),
+    track: tuple(m.name for m in EXPLANATION_METRICS if track in m.tracks)
+    for track in ("complex", "simple")
 }
-METRICS = ("entity_score", "evidence_score", "bertscore_f1", "sle")
 GROUP_KINDS = (
     "all", "generator", "generator_family", "variant",
     "perturbation", "perturbation_severity", "severity",
