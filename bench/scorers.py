@@ -82,8 +82,8 @@ def real_encoder(args: argparse.Namespace) -> None:
     from bert_score import BERTScorer as PeerBERTScorer
     from sentence_transformers import SentenceTransformer
 
-    from forenset.backends.scorers.bertscore import BertScorer
-    from forenset.backends.scorers.similarity import SentenceSimilarityScorer
+    from forenset.benchmarks.common.scorers.bertscore import BertScorer
+    from forenset.benchmarks.common.scorers.similarity import SentenceSimilarityScorer
 
     rng = np.random.default_rng(0)
     preds = [explanation(rng) for _ in range(args.n)]
@@ -151,9 +151,9 @@ def main() -> None:
     if args.real:
         return real_encoder(args)
 
-    from forenset.backends.scorers import phrase_match
-    from forenset.backends.scorers.bertscore import BertScorer
-    from forenset.backends.scorers.entity_evidence import (
+    from forenset.benchmarks.common.scorers import phrase_match
+    from forenset.benchmarks.common.scorers.bertscore import BertScorer
+    from forenset.benchmarks.common.scorers.entity_evidence import (
         ExplanationPair,
         OfflineEntityEvidenceEvaluator,
     )

@@ -416,54 +416,6 @@ def committed_shards(store, stage: str) -> int:
         return 0
 
 
-@app.command("eval")
-def eval_(
-    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
-) -> None:
-    """Table 5: detection F1 on the ID and OOD sets and explanation scores, per detector and
-    track (from the eval_scores table; explanation cells read ID / OOD)."""
-    store = _open(run_dir)
-    if not store.manifest("eval_scores"):
-        fail(
-            f"{run_dir} has no eval_scores: build it with evaluation.enabled and a detector",
-            code=1,
-        )
-    from forenset.report.evaluation import DASH, HEADERS, table5
-    from forenset.store.views import connect
-
-    t5 = table5(connect(store, ["eval_scores"]))
-    if t5 is None:
-        fail(f"{run_dir} has an eval_scores table without scores of a whole set", code=1)
-    table = Table(title="Detection F1 (%) and explanation scores (ID / OOD)")
-    for col in HEADERS:
-        table.add_column(col, justify="left" if col in ("detector", "track") else "right")
-    for row in t5.rows:
-        table.add_row(*row)
-    console.print(table)
-    if t5.models:
-        console.print("models: " + "; ".join(t5.models))
-    for (header, why), where in t5.reasons.items():
-        console.print(f"{DASH} {header}: {why} ({', '.join(where)})")
-    from forenset.report.evaluation import (
-        ROBUST_HEADERS,
-        agreement_line,
-        gold_agreement,
-        robustness,
-    )
-
-    ag = gold_agreement(store)
-    if ag is not None:
-        console.print(agreement_line(ag), markup=False)
-    rb = robustness(connect(store, ["eval_scores"]))
-    if rb is not None:
-        table = Table(title="Robustness: accuracy and F1 (%) per variant and perturbation")
-        for col in ROBUST_HEADERS:
-            table.add_column(col, justify="right" if col in ROBUST_HEADERS[5:] else "left")
-        for row in rb.rows:
-            table.add_row(*row)
-        console.print(table)
-
-
 def _open(run_dir: str):
     """The run's store, or one sentence and exit 2 when ``run_dir`` is missing, a file, or a
     folder no build wrote (``status``/``query`` there would print an empty, successful run)."""
@@ -474,22 +426,6 @@ def _open(run_dir: str):
     if problem:
         fail(problem)
     return RunStore(run_dir)
-
-
-def _read_yaml(path: Path, what: str):
-    """A user's YAML file (an --evaluator or --judge pool) or one sentence and exit 2: not a
-    regular UTF-8 file, not YAML, a repeated key."""
-    import yaml
-
-    from forenset.paths import read_text_file
-    from forenset.strict import load_yaml
-
-    try:
-        return load_yaml(read_text_file(path, 16 * 1024 * 1024))
-    except OSError as e:
-        fail(f"{what} {path} cannot be read: {e.strerror or e}")
-    except yaml.YAMLError as e:
-        fail(f"{what} {path} is not valid YAML ({str(e).splitlines()[0]})")
 
 
 @app.command()
@@ -540,175 +476,23 @@ def query(
             console.print(f"({len(rows)} rows, {limit} shown; use --limit or --format csv)")
 
 
-@app.command("export-gold")
-def export_gold_(
-    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
-    out: Annotated[
-        Path | None, typer.Option(help="Export folder (default: <run>/exports/labelstudio-gold).")
-    ] = None,
-    n: Annotated[int, typer.Option(min=0, help="Tasks for one annotator each.")] = 2000,
-    overlap: Annotated[int, typer.Option(min=0, help="Overlap tasks (every annotator).")] = 10,
-    split: Annotated[
-        str, typer.Option(help="Split of the fakes (train|validation|test|all).")
-    ] = "test",
-    seed: Annotated[int | None, typer.Option(help="Draw seed (default: the build seed).")] = None,
-) -> None:
-    """Label Studio task for human gold explanations of fake+real pairs (XPlainVerse §4)."""
-    from forenset.exports.api import build_seed
-    from forenset.exports.data import default_out, load_samples
-    from forenset.exports.labelstudio_gold import export_gold
-
-    store = _open(run_dir)
-    if not store.manifest("splits"):
-        fail(f"{run_dir} has no splits yet: run `forenset build` first", code=1)
-    try:
-        dest = out or default_out(store, "labelstudio-gold")
-    except ValueError as e:
-        fail(str(e))
-    res = export_gold(
-        store,
-        load_samples(store),
-        Path(dest),
-        n=n,
-        overlap=overlap,
-        seed=build_seed(store) if seed is None else seed,
-        split=None if split == "all" else split,
-    )
-    console.print_json(json.dumps(res))
+# The benchmark families' sub-apps, mounted at top level (their commands import their code lazily).
+FAMILY_APPS = (
+    "forenset.benchmarks.evaluation.cli",
+    "forenset.benchmarks.reward.cli",
+    "forenset.benchmarks.fakebench.cli",
+    "forenset.benchmarks.safeimg.cli",
+)
 
 
-@app.command("import-gold")
-def import_gold_(
-    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
-    export_json: Annotated[Path, typer.Argument(help="Label Studio JSON export of the gold task.")],
-    append: Annotated[bool, typer.Option(help="Keep earlier gold imports.")] = False,
-    evaluator: Annotated[
-        Path | None,
-        typer.Option(help="YAML of an llm: pool (LLMSettings) for the agreement's evaluator."),
-    ] = None,
-) -> None:
-    """Store human gold explanations as ``gold_references``; print each problem class with its
-    count and the inter-annotator agreement (EntityScore / EvidenceScore by the ``--evaluator``
-    model, else by the offline phrase matcher)."""
-    from forenset.exports.labelstudio import AnnotationImportError
-    from forenset.exports.labelstudio_gold import import_gold
-    from forenset.report.evaluation import gold_agreement
+def _mount_families() -> None:
+    import importlib
 
-    if not export_json.exists():
-        fail(f"{export_json} does not exist")
-    store = _open(run_dir)
-    try:
-        info, problems = import_gold(store, export_json, append=append)
-    except AnnotationImportError as e:
-        fail(str(e))
-    ev = None
-    if evaluator is not None:
-        from pydantic import ValidationError
-
-        from forenset.backends.llm.cache import ResponseCache
-        from forenset.backends.llm.types import LLMSettings
-        from forenset.backends.scorers.entity_evidence import ModelEntityEvidenceEvaluator
-        from forenset.exports.api import build_seed
-
-        try:
-            settings = LLMSettings.model_validate(_read_yaml(evaluator, "--evaluator"))
-        except ValidationError as e:
-            fail(f"--evaluator {evaluator}: {str(e).splitlines()[0]}")
-        ev = ModelEntityEvidenceEvaluator(
-            settings,
-            build_seed=build_seed(store),
-            stage="gold_agreement",
-            cache=ResponseCache(store.fs, store.root),
-        )
-    ag = gold_agreement(store, ev)
-    res = {"path": info.path, "rows": info.rows, "counts": info.counts}
-    res |= {"problems": list(problems.values()), "agreement": ag.row() if ag else None}
-    console.print_json(json.dumps(res))
+    for module in FAMILY_APPS:
+        app.add_typer(importlib.import_module(module).app)
 
 
-@app.command("reward")
-def reward(
-    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
-    label_studio: Annotated[
-        Path | None, typer.Option(help="Also write the Label Studio triplet task here.")
-    ] = None,
-    hf: Annotated[
-        Path | None, typer.Option(help="Also write the triplets + labels as an HF dataset here.")
-    ] = None,
-) -> None:
-    """The reward benchmark (XAIGID-RewardBench): policy accuracy (Tables 1-2), policy Elo
-    (Tables 3/5), judges' Acc(4)/Acc(2) (Table 4), agreement and tied triplets."""
-    store = _open(run_dir)
-    if not store.manifest("reward_scores"):
-        fail(f"{run_dir} has no reward_scores: build it with reward.enabled", code=1)
-    from forenset.report.reward import reward_tables
-    from forenset.store.views import connect
-
-    got = reward_tables(connect(store, ["reward_scores", "reward_labels"]))
-    for t in got.tables:
-        table = Table(title=t.title)
-        for i, col in enumerate(t.headers):
-            table.add_column(col, justify="left" if i < 2 else "right")
-        for row in t.rows:
-            table.add_row(*row)
-        console.print(table)
-    for note in got.notes:
-        console.print(note)
-    if got.ties:
-        console.print(
-            f"{len(got.ties)} tied triplet(s) to resolve (reward.labels.resolutions): "
-            + ", ".join(got.ties)
-        )
-    if label_studio is not None or hf is not None:
-        from forenset.exports.reward import export_reward_hf, label_studio_tasks
-
-        if label_studio is not None:
-            done = label_studio_tasks(store, label_studio)
-            console.print(f"label studio: {done['tasks']} tasks in {label_studio}")
-        if hf is not None:
-            done = export_reward_hf(store, hf)
-            console.print(f"hf dataset: {done['triplets']} triplets in {hf}")
-
-
-@app.command("fakebench")
-def fakebench(
-    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
-) -> None:
-    """FakeBench: FakeClass accuracy, FakeClue and FakeQA scores per evaluated model (from the
-    fakebench_scores table)."""
-    store = _open(run_dir)
-    if not store.manifest("fakebench_scores"):
-        fail(
-            f"{run_dir} has no fakebench_scores: build it with fakebench.enabled and a model",
-            code=1,
-        )
-    from forenset.report.fakebench import (
-        CLASS_HEADERS,
-        CLUE_HEADERS,
-        DASH,
-        TEXT_HEADERS,
-        fakebench_tables,
-    )
-    from forenset.store.views import connect
-
-    t = fakebench_tables(connect(store, ["fakebench_scores"]))
-    if t is None:
-        fail(f"{run_dir} has a fakebench_scores table without ok rows", code=1)
-    for title, headers, rows in (
-        ("FakeClass: accuracy (%)", CLASS_HEADERS, t.fakeclass),
-        ("FakeClue (inference / fault-finding mode)", CLUE_HEADERS, t.fakeclue),
-        ("FakeQA (free mode)", TEXT_HEADERS, t.fakeqa),
-    ):
-        table = Table(title=title)
-        for col in headers:
-            table.add_column(col, justify="left" if col == "model" else "right")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
-    if t.models:
-        console.print("models: " + "; ".join(t.models))
-    for (header, why), where in t.reasons.items():
-        console.print(f"{DASH} {header}: {why} ({', '.join(where)})")
+_mount_families()
 
 
 def _mount_subapps() -> None:

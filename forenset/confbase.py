@@ -19,11 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
+from forenset.errors import ConfigError  # noqa: F401 - re-exported (config loading's name)
+
 NOT_FINGERPRINTED = {"fingerprint": False}
-
-
-class ConfigError(ValueError):
-    """A user-facing configuration problem; its message is one sentence."""
 
 
 class Strict(BaseModel):

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from forenset.errors import ForensetError
 
-class BadImage(ValueError):
+
+class BadImage(ForensetError, ValueError):
     """The bytes are not an image we can use; the message says why, in one sentence."""
 
 

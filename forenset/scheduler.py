@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forenset.config import BuildSettings
-from forenset.errors import ConfigurationError
+from forenset.errors import ConfigurationError, ForensetError
 from forenset.stages import stage_classes
 from forenset.store.run_store import RunStore, ShardInfo
 from forenset.tasks.base import ContractError, ShardSpec, Stage, StageContext
 
 
-class BuildFailed(Exception):
+class BuildFailed(ForensetError):
     """A configuration problem that every shard of a stage would hit (``ConfigurationError``):
     the build stopped early. The message is one sentence."""
 
@@ -68,7 +68,7 @@ class BuildControl:
             self._on_interrupt()
 
 
-class BuildInterrupted(Exception):
+class BuildInterrupted(ForensetError):
     """The build stopped on request (Ctrl-C): nothing new started, running shards committed."""
 
 
@@ -184,7 +184,7 @@ class Scheduler:
     """Walks the DAG and feeds shards to runners.
 
     ``submit(stage_name, specs) -> future`` runs a bundle of shards of one stage; its result is
-    one outcome per spec, in order (``forenset.tasks.runner.run_shards``). ``dispatch(stage)``
+    one outcome per spec, in order (``forenset.worker.run_shards``). ``dispatch(stage)``
     says how many tasks may be in flight on that stage's runner and how shards are bundled;
     by default every shard is its own task, submitted as soon as it is planned."""
 
@@ -543,7 +543,7 @@ class Scheduler:
         )
 
 
-class _Pending(Exception):
+class _Pending(ForensetError):
     """Raised by the dry walk of ``shards_up_to_date`` at the first shard with work to do."""
 
 

@@ -15,6 +15,8 @@ from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
+from forenset.errors import ForensetError
+
 # A stage class (``forenset.tasks.base.Stage``): the registry sits below the stages' layer and
 # names their classes by import path, so it does not import the base class either.
 Stage = Any
@@ -36,18 +38,18 @@ BUILTIN: dict[str, str] = {
     "perturbations": "forenset.tasks.perturb:Perturbations",
     "explanations": "forenset.tasks.explain:Explanations",
     # benchmarks (opt-in from config)
-    "eval_sets": "forenset.tasks.eval_sets:EvalSets",
-    "detections": "forenset.tasks.detections:Detections",
-    "eval_scores": "forenset.tasks.eval_scores:EvalScores",
-    "reward_images": "forenset.tasks.reward_images:RewardImages",
-    "reward_responses": "forenset.tasks.reward_responses:RewardResponses",
-    "reward_triplets": "forenset.tasks.reward_triplets:RewardTriplets",
-    "reward_judgments": "forenset.tasks.reward_judgments:RewardJudgments",
-    "reward_labels": "forenset.tasks.reward_labels:RewardLabels",
-    "reward_scores": "forenset.tasks.reward_scores:RewardScores",
-    "fakebench_items": "forenset.tasks.fakebench_items:FakeBenchItems",
-    "fakebench_answers": "forenset.tasks.fakebench_answers:FakeBenchAnswers",
-    "fakebench_scores": "forenset.tasks.fakebench_scores:FakeBenchScores",
+    "eval_sets": "forenset.benchmarks.evaluation.stages.eval_sets:EvalSets",
+    "detections": "forenset.benchmarks.evaluation.stages.detections:Detections",
+    "eval_scores": "forenset.benchmarks.evaluation.stages.eval_scores:EvalScores",
+    "reward_images": "forenset.benchmarks.reward.stages.reward_images:RewardImages",
+    "reward_responses": "forenset.benchmarks.reward.stages.reward_responses:RewardResponses",
+    "reward_triplets": "forenset.benchmarks.reward.stages.reward_triplets:RewardTriplets",
+    "reward_judgments": "forenset.benchmarks.reward.stages.reward_judgments:RewardJudgments",
+    "reward_labels": "forenset.benchmarks.reward.stages.reward_labels:RewardLabels",
+    "reward_scores": "forenset.benchmarks.reward.stages.reward_scores:RewardScores",
+    "fakebench_items": "forenset.benchmarks.fakebench.stages.fakebench_items:FakeBenchItems",
+    "fakebench_answers": "forenset.benchmarks.fakebench.stages.fakebench_answers:FakeBenchAnswers",
+    "fakebench_scores": "forenset.benchmarks.fakebench.stages.fakebench_scores:FakeBenchScores",
 }
 
 # Tables that no stage writes (``forenset import-annotations`` writes ``annotations``,
@@ -55,7 +57,7 @@ BUILTIN: dict[str, str] = {
 NON_STAGE_TABLES: tuple[str, ...] = ("annotations", "gold_references")
 
 
-class RegistryError(RuntimeError):
+class RegistryError(ForensetError, RuntimeError):
     """The stage registry is inconsistent (a cycle, an unknown input, a clashing plugin)."""
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from forenset.benchmarks.fakebench.exports import export_fakebench
 from forenset.exports.data import (
     balanced,
     default_out,
@@ -19,7 +20,6 @@ from forenset.exports.data import (
     train_subset,
     write_atomic,
 )
-from forenset.exports.fakebench import export_fakebench
 from forenset.exports.hf import export_hf
 from forenset.exports.labelstudio import export_labelstudio
 from forenset.exports.settings import FORMATS, ExportSettings, parse_eval_subset

@@ -195,58 +195,6 @@ def labelstudio_pull_cmd(
             typer.echo(f"next ({key}): {res[key]['next']}", err=True)
 
 
-@app.command("safeimg")
-def safeimg_cmd(
-    run_dir: Annotated[str, typer.Argument(help="Run directory (local).")],
-    simulate: Annotated[
-        bool,
-        typer.Option("--simulate", help="Demo only: add simulated annotations (labelled so)."),
-    ] = False,
-    per_category: Annotated[int, typer.Option(help="D_real images per category.")] = 50,
-    real_categories: Annotated[
-        Path | None, typer.Option(help="CSV image_id,category for the real images.")
-    ] = None,
-    judge: Annotated[
-        Path | None,
-        typer.Option(help="YAML of an llm: pool (LLMSettings) for the alignment judge."),
-    ] = None,
-) -> None:
-    """SafeIMG: build D_ann / D_hard / excluded / D_real and print Tables 2-3 from detections."""
-    import yaml
-
-    from forenset.exports.api import build_seed
-    from forenset.exports.safeimg import format_tables, run_safeimg, simulate_annotations
-
-    store = _store(run_dir)
-    seed = build_seed(store)
-    j = None
-    if judge is not None:
-        from pydantic import ValidationError
-
-        from forenset.backends.llm.cache import ResponseCache
-        from forenset.backends.llm.types import LLMSettings
-        from forenset.backends.scorers.safeimg import ModelAlignmentJudge
-        from forenset.paths import read_text_file
-        from forenset.strict import load_yaml
-
-        try:
-            settings = LLMSettings.model_validate(load_yaml(read_text_file(judge, 1 << 24)))
-        except (OSError, yaml.YAMLError, ValidationError) as e:
-            _fail(f"--judge {judge} is not a usable llm pool YAML ({str(e).splitlines()[0]})")
-        j = ModelAlignmentJudge(
-            settings, build_seed=seed, cache=ResponseCache(store.fs, store.root)
-        )
-    if simulate:
-        typer.echo(f"simulated triage: {json.dumps(simulate_annotations(store, seed))}")
-    res = run_safeimg(
-        store, per_category=per_category, seed=seed, real_categories=real_categories, judge=j
-    )
-    if not res["counts"]["D_SafeIMG"] and not res["excluded_reasons"]:
-        _fail("the run has no text-to-image candidates (add a t2i generator)", code=1)
-    typer.echo(format_tables(res))
-    typer.echo(f"tables and scores.json: {res['path']}")
-
-
 @app.command("report")
 def report_cmd(
     run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
@@ -263,47 +211,3 @@ def report_cmd(
         _fail("the run directory is remote: pass --out")
     path = write_report(store, out or Path(store.path("report.html")), gallery=gallery)
     typer.echo(str(path))
-
-
-@app.command("fakebench-export")
-def fakebench_export_cmd(
-    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Export folder (default: <run>/exports/fakebench-bench)."),
-    ] = None,
-    labelstudio: Annotated[
-        bool,
-        typer.Option("--labelstudio", help="Also write the FakeClue golden-clue editing task."),
-    ] = False,
-    official: Annotated[
-        Path | None,
-        typer.Option(
-            "--official",
-            help="Write the items in FakeBench's official release format to this folder "
-            "(Evaluation/*.json + FakeBench_images/), for the release's eval_*.py scripts.",
-        ),
-    ] = None,
-) -> None:
-    """FakeBench items (FakeClass, FakeClue, FakeQA) as an HF dataset, one config per task, or
-    with --official in the official release's format."""
-    from forenset.exports.data import default_out
-    from forenset.exports.fakebench_bench import export_clue_task, export_fakebench_bench
-
-    store = _store(run_dir)
-    if official is not None:
-        from forenset.benchmarks.fakebench.official_export import export_official
-
-        try:
-            typer.echo(json.dumps(export_official(store, official)))
-        except ValueError as e:
-            _fail(str(e))
-        return
-    try:
-        dest = out or default_out(store, "fakebench-bench")
-        res = export_fakebench_bench(store, dest)
-        if labelstudio:
-            res["labelstudio"] = export_clue_task(store, dest / "labelstudio")["counts"]
-    except ValueError as e:
-        _fail(str(e))
-    typer.echo(json.dumps(res))

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from forenset.errors import ForensetError
 from forenset.exports.data import write_atomic, write_images
 from forenset.schemas.annotations import SCHEMA
 from forenset.store.run_store import RunStore, ShardInfo
@@ -187,7 +188,7 @@ _TASK_BY_CONTROL = {"triage": "triage", "anomaly": "bbox", "why": "bbox"}
 _ORIGINS = {"prediction": "prediction", "prediction-changed": "prediction-changed"}
 
 
-class AnnotationImportError(ValueError):
+class AnnotationImportError(ForensetError, ValueError):
     """The file is not a usable Label Studio JSON export; the message says why in one sentence."""
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from forenset.errors import ForensetError
 from forenset.exports.data import write_atomic
 from forenset.exports.labelstudio import (
     BBOX_XML,
@@ -38,7 +39,7 @@ PROJECTS = ("safeimg", "fakeclue", "gold")
 LOCAL_FILES = "?d="  # the query of a Local Files image URL, before the path under the root
 
 
-class LabelStudioError(RuntimeError):
+class LabelStudioError(ForensetError, RuntimeError):
     """A Label Studio API call failed; the message names the call and the server's reply."""
 
 
@@ -242,8 +243,8 @@ def _extra_tasks(folder: Path, names: list[str]) -> list[dict[str, Any]]:
 
 
 def _extra_xml() -> dict[str, tuple[str, str]]:
-    from forenset.exports.fakebench_bench import CLUE_XML
-    from forenset.exports.labelstudio_gold import GOLD_XML
+    from forenset.benchmarks.evaluation.gold import GOLD_XML
+    from forenset.benchmarks.fakebench.bench_export import CLUE_XML
 
     return {"fakeclue": ("forenset FakeClue", CLUE_XML), "gold": ("forenset gold", GOLD_XML)}
 

@@ -304,7 +304,7 @@ def explanation_section(con: Any, seed: int) -> str:
 def evaluation_section(store: RunStore, con: Any) -> str:
     """Table 5 (XPlainVerse) and F1 ID vs OOD per detector and track; empty without
     ``eval_scores`` (the evaluation is opt-in)."""
-    from forenset.report.evaluation import DASH, HEADERS, table5
+    from forenset.benchmarks.evaluation.report import DASH, HEADERS, table5
 
     if not store.manifest("eval_scores"):
         return ""
@@ -326,7 +326,7 @@ def evaluation_section(store: RunStore, con: Any) -> str:
                 values.append(100 * v)
     if values:
         out += img_tag(bar_plot(labels, values, "Detection F1 (%), ID vs OOD"), "F1 ID vs OOD")
-    from forenset.report.evaluation import agreement_line, gold_agreement
+    from forenset.benchmarks.evaluation.report import agreement_line, gold_agreement
 
     ag = gold_agreement(store)
     if ag is not None:
@@ -338,7 +338,7 @@ def evaluation_section(store: RunStore, con: Any) -> str:
 def robustness_section(con: Any) -> str:
     """Accuracy per perturbation family and per propagation level (plots) and the table of
     every robustness group; empty when only clean items were scored."""
-    from forenset.report.evaluation import ROBUST_HEADERS, grouped_bars, robustness
+    from forenset.benchmarks.evaluation.report import ROBUST_HEADERS, grouped_bars, robustness
 
     rb = robustness(con)
     if rb is None:
@@ -356,7 +356,7 @@ def robustness_section(con: Any) -> str:
 def reward_section(store: RunStore, con: Any) -> str:
     """The reward benchmark's tables (XAIGID-RewardBench Tables 1-5); empty without
     ``reward_scores`` (the reward family is opt-in)."""
-    from forenset.report.reward import reward_tables
+    from forenset.benchmarks.reward.report import reward_tables
 
     if not store.manifest("reward_scores"):
         return ""
@@ -436,7 +436,7 @@ def gallery_section(store: RunStore, samples: list[dict[str, Any]], n: int, seed
 
 def fakebench_section(store: RunStore, con: Any) -> str:
     """FakeBench's FakeClass / FakeClue / FakeQA tables; empty without ``fakebench_scores``."""
-    from forenset.report.fakebench import (
+    from forenset.benchmarks.fakebench.report import (
         CLASS_HEADERS,
         CLUE_HEADERS,
         DASH,
@@ -465,8 +465,8 @@ def fakebench_section(store: RunStore, con: Any) -> str:
 
 def render_report(store: RunStore, gallery: int = 4) -> str:
     """The report as one HTML string (no external resources)."""
+    from forenset.benchmarks.safeimg.report import safeimg_section
     from forenset.exports.api import build_seed
-    from forenset.report.safeimg import safeimg_section
     from forenset.store.views import connect, table_names
 
     seed = build_seed(store)

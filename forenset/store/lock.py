@@ -30,10 +30,12 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from forenset.errors import ForensetError
+
 LOCK_NAME = "build.lock"
 
 
-class RunLockedError(RuntimeError):
+class RunLockedError(ForensetError, RuntimeError):
     """Another build holds the run directory."""
 
 

@@ -34,7 +34,7 @@ def _empty_schema(store: RunStore, name: str) -> pa.Schema:
 
         return SCHEMA
     if name == "gold_references":
-        from forenset.schemas.gold_references import SCHEMA as GOLD
+        from forenset.benchmarks.evaluation.schemas.gold_references import SCHEMA as GOLD
 
         return GOLD
     if name in NON_STAGE_TABLES:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from forenset.confbase import fingerprint_view
-from forenset.errors import ConfigurationError, resource_exhausted
+from forenset.errors import ConfigurationError, ForensetError, resource_exhausted
 from forenset.schemas.common import TRACE_NAMES, USAGE_FIELDS
 from forenset.store.run_store import RunStore, ShardInfo, fingerprint
 
@@ -31,7 +31,7 @@ from forenset.store.run_store import RunStore, ShardInfo, fingerprint
 STRICT_ROWS_ENV = "FORENSET_STRICT_ROWS"
 
 
-class ContractError(RuntimeError):
+class ContractError(ForensetError, RuntimeError):
     """A stage broke its declared contract (a bug in the stage, not a bad row)."""
 
 
@@ -307,7 +307,7 @@ def isolate(
     return produced
 
 
-class StageRowError(Exception):
+class StageRowError(ForensetError):
     """Raised inside ``process_row`` for an expected, explained failure of one row."""
 
     def __init__(self, message: str, retryable: bool = False):

@@ -37,15 +37,10 @@ EDIT_FIELDS = (
     "params",
 )
 
-_BACKENDS: dict[str, ImageBackend] = {}  # one backend (e.g. a loaded pipeline) per process
-
 
 def backend_for(cfg: GeneratorConfig) -> ImageBackend:
     """The process's backend for ``cfg``, built once by the factory (it may hold a model)."""
-    key = cfg.model_dump_json()
-    if key not in _BACKENDS:
-        _BACKENDS[key] = factory.create(cfg)
-    return _BACKENDS[key]
+    return factory.shared(cfg)
 
 
 T2I_PREFIX = "t2i-"  # candidates shards generated from prompts (no source photo)

@@ -23,25 +23,46 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.schemas",
         "forenset.images",
         "forenset.seeds",
-        "forenset.stats",
         "forenset.runtime",
         "forenset.text",
         "forenset.perturbations",
         "forenset.readers",
+        "forenset.benchmarks.*.schemas",  # each benchmark family's table schemas
+        "forenset.benchmarks.fakebench.text",  # FakeBench's vocabulary and answer rules
         "forenset.paths",
         "forenset.redact",
         "forenset.strict",
     ),
     ("forenset.store.run_store", "forenset.store"),
     ("forenset.stages",),
-    ("forenset.store.views",),
-    ("forenset.backends", "forenset.benchmarks.fakebench.official"),
-    ("forenset.tasks",),
-    ("forenset.exports", "forenset.report", "forenset.benchmarks.fakebench.official_export"),
+    ("forenset.store.views", "forenset.stats"),  # SQL over the stage views
+    # the families' building blocks: the forensic detector, reply parsers, the scorer library
+    (
+        "forenset.backends",
+        "forenset.benchmarks.common",
+        "forenset.benchmarks.*.scorers",
+        "forenset.benchmarks.*.config",  # a family's config model (its build-config section)
+        "forenset.benchmarks.fakebench.official",  # the official release's format
+    ),
+    (
+        "forenset.tasks",
+        "forenset.benchmarks.*.stages",
+        # stage helpers the families share (they read through the stage base class)
+        "forenset.benchmarks.common.reads",
+        "forenset.benchmarks.common.predictions",
+        "forenset.benchmarks.common.training",
+    ),
+    # a family's report section, exports and set assembly (the default for a family module)
+    ("forenset.exports", "forenset.report", "forenset.benchmarks"),
     ("forenset.config",),
     ("forenset.scheduler", "forenset.worker"),
     ("forenset.flows",),
-    ("forenset.cli", "forenset.exports.cli", "forenset.perturbations.cli"),
+    (
+        "forenset.cli",
+        "forenset.exports.cli",
+        "forenset.perturbations.cli",
+        "forenset.benchmarks.*.cli",  # a family's Typer sub-app (and common/cli, what they share)
+    ),
     ("forenset.testing",),  # loopback fake servers for tests and benches
 ]
 
@@ -54,12 +75,22 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def matches(module: str, prefix: str) -> bool:
+    """``module`` is ``prefix`` or inside it; a ``*`` in the prefix stands for one name (the
+    benchmark family: ``forenset.benchmarks.*.stages``)."""
+    m, p = module.split("."), prefix.split(".")
+    return len(m) >= len(p) and all(a == b or b == "*" for a, b in zip(m, p, strict=False))
+
+
 def layer_of(module: str) -> int:
-    best, where = -1, -1
+    """The layer of the most specific matching prefix: the most names, then the fewest ``*``."""
+    best: tuple[int, int] = (-1, 0)
+    where = -1
     for i, prefixes in enumerate(LAYERS):
         for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > best:
-                best, where = len(p), i
+            rank = (p.count(".") + 1, -p.count("*"))
+            if matches(module, p) and rank > best:
+                best, where = rank, i
     assert where >= 0, f"{module} is in no layer: add it to LAYERS and to docs/design.md"
     return where
 
@@ -157,3 +188,20 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     assert "forenset.flows.build" in imports_of(rel, "forenset.store.y")
     deps = defaultdict(set, graph())
     assert "forenset.scheduler" in deps["forenset.flows.build"]
+
+
+def test_no_benchmark_stage_imports_another_stage():
+    """A family's stages share code through ``forenset.benchmarks.common`` and their config
+    module, never by importing another stage's module (issue 30)."""
+    from forenset.stages import BUILTIN
+
+    stage_modules = {target.partition(":")[0] for target in BUILTIN.values()}
+    g = graph()
+    found = [
+        f"{m} imports {i}"
+        for m in sorted(stage_modules)
+        if m.startswith("forenset.benchmarks.")
+        for i in sorted(g[m])
+        if i in stage_modules
+    ]
+    assert not found, "stage imports another stage:\n" + "\n".join(found)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from forenset.backends.detectors.answers import format_reply, parse_answer
+from forenset.benchmarks.common.answers import format_reply, parse_answer
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import skimage.data
 
-from forenset.backends.detectors import forensic
-from forenset.backends.detectors.answers import parse_answer
-from forenset.backends.detectors.offline import ForensicDetector
+from forenset.benchmarks.common import forensic
+from forenset.benchmarks.common.answers import parse_answer
+from forenset.benchmarks.common.detector import ForensicDetector
 from tests.detectors.detector_data import FORENSIC_KINDS, patch_set
 
 HELD_OUT_MIN = 0.62  # measured 0.672; chance 0.5, one binomial SE at n=192 is 0.036

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import skimage.data
 
-from forenset.backends.detectors import forensic
+from forenset.benchmarks.common import forensic
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from forenset.benchmarks.fakebench.exports import DIMENSIONS, KIND_DIMENSIONS, dimensions_for
 from forenset.exports.api import run_export
 from forenset.exports.data import balanced, eval_subset, load_samples
 from forenset.exports.dataset import export_dataset
-from forenset.exports.fakebench import DIMENSIONS, KIND_DIMENSIONS, dimensions_for
 from forenset.exports.settings import ExportSettings, parse_eval_subset
 from tests.helpers import rows
 

@@ -9,8 +9,8 @@ import sys
 
 from typer.testing import CliRunner
 
-from forenset.exports.cli import app
-from forenset.text.fakebench import CLUE_FIELD, read_clue_edits
+from forenset.benchmarks.fakebench.text import CLUE_FIELD, read_clue_edits
+from forenset.cli import app
 from tests.exports.test_export_formats import _hf_env
 from tests.helpers import rows
 
@@ -68,7 +68,7 @@ def test_fakebench_export_loads_with_datasets_and_the_clue_task(built, tmp_path)
 def test_fakebench_export_without_items_says_why(tmp_path):
     import pytest
 
-    from forenset.exports.fakebench_bench import export_fakebench_bench
+    from forenset.benchmarks.fakebench.bench_export import export_fakebench_bench
     from forenset.store.run_store import RunStore
 
     with pytest.raises(ValueError, match="no fakebench_items"):

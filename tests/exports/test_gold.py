@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from forenset.exports.labelstudio_gold import (
+from forenset.benchmarks.evaluation.gold import (
     INSTRUCTIONS,
     export_gold,
     gold_texts,

@@ -114,10 +114,10 @@ def test_cli_needs_a_token_and_a_setup(built, monkeypatch, tmp_path):
 
 
 def test_setup_fakeclue_and_gold_projects_and_pull_their_exports(built, samples, tmp_path):
-    from forenset.exports.fakebench_bench import export_clue_task
+    from forenset.benchmarks.evaluation.gold import CONTROL, export_gold, fake_ids, gold_rows
+    from forenset.benchmarks.fakebench.bench_export import export_clue_task
+    from forenset.benchmarks.fakebench.text import CLUE_FIELD, read_clue_edits
     from forenset.exports.labelstudio_api import LabelStudioError
-    from forenset.exports.labelstudio_gold import CONTROL, export_gold, fake_ids, gold_rows
-    from forenset.text.fakebench import CLUE_FIELD, read_clue_edits
 
     store, _ = built
     ls_dir, fc_dir, gold_dir = tmp_path / "ls", tmp_path / "fb" / "labelstudio", tmp_path / "gold"

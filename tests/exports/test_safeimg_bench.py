@@ -9,10 +9,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from forenset.benchmarks.evaluation.schemas import detections
+from forenset.benchmarks.safeimg.sets import (
+    assemble,
+    format_tables,
+    run_safeimg,
+    simulate_annotations,
+)
 from forenset.exports.labelstudio import annotation_rows, store_annotation_rows
-from forenset.exports.safeimg import assemble, format_tables, run_safeimg, simulate_annotations
 from forenset.images import encode_png
-from forenset.schemas import candidates, detections, sources, splits
+from forenset.schemas import candidates, sources, splits
 from forenset.store.run_store import RunStore
 
 
@@ -255,7 +261,7 @@ def test_simulated_annotations_are_labelled(run):
 def test_cli_simulated_demo_prints_both_tables(run):
     from typer.testing import CliRunner
 
-    from forenset.exports.cli import app
+    from forenset.cli import app
 
     res = CliRunner().invoke(app, ["safeimg", str(run.root), "--simulate"])
     assert res.exit_code == 0, res.output
@@ -266,7 +272,7 @@ def test_cli_simulated_demo_prints_both_tables(run):
 
 
 def test_report_section_shows_the_tables(run):
-    from forenset.report.safeimg import safeimg_section
+    from forenset.benchmarks.safeimg.report import safeimg_section
 
     assert safeimg_section(run) == ""  # no scores yet: no section
     _put(

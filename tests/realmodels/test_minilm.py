@@ -8,8 +8,8 @@ import importlib.util
 import pytest
 import torch
 
-from forenset.backends.scorers.bertscore import BertScorer
-from forenset.backends.scorers.similarity import SentenceSimilarityScorer
+from forenset.benchmarks.common.scorers.bertscore import BertScorer
+from forenset.benchmarks.common.scorers.similarity import SentenceSimilarityScorer
 
 pytestmark = pytest.mark.realmodel
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from forenset.benchmarks.evaluation.stages.detections import Detections
+from forenset.benchmarks.reward.stages.reward_labels import read_export
 from forenset.config import validate_config
 from forenset.errors import ConfigurationError
-from forenset.tasks.detections import Detections
-from forenset.tasks.reward_labels import read_export
 from tests.helpers import rows, run_local
 from tests.stages.test_detections import config, fresh_detections, items
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from forenset.benchmarks.evaluation.gold import import_gold
 from forenset.exports import labelstudio_gold as gold_mod
 from forenset.exports.labelstudio import AnnotationImportError, import_annotations
-from forenset.exports.labelstudio_gold import import_gold
 from forenset.store.run_store import RunStore
 
 

@@ -8,10 +8,10 @@ import errno
 
 import pytest
 
+from forenset.benchmarks.evaluation.stages.eval_sets import EvalSets
 from forenset.config import validate_config
 from forenset.errors import resource_exhausted, transient
 from forenset.store.run_store import RunStore
-from forenset.tasks.eval_sets import EvalSets
 from tests.helpers import all_rows, rows, run_local
 from tests.reliability.clikit import tiny_config_dict
 from tests.reliability.faultyfs import PROTOCOL, FaultyFS, register

@@ -9,7 +9,7 @@ from collections import Counter
 import datasets
 from typer.testing import CliRunner
 
-from forenset.backends.reward.metrics import acc2, acc4, flip
+from forenset.benchmarks.reward.scorers.metrics import acc2, acc4, flip
 from forenset.cli import app
 from forenset.config import validate_config
 from forenset.images import decode_rgb

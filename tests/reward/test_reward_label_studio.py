@@ -6,9 +6,9 @@ import json
 
 from typer.testing import CliRunner
 
+from forenset.benchmarks.reward.exports import label_studio_tasks
 from forenset.cli import app
 from forenset.config import validate_config
-from forenset.exports.reward import label_studio_tasks
 from forenset.store.run_store import RunStore
 from tests.helpers import rows, run_local
 from tests.reward.build import STAGES_AFTER_LABELS, copied_build, reward_config

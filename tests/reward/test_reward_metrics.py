@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from forenset.backends.reward.metrics import (
+from forenset.benchmarks.reward.scorers.metrics import (
     Game,
     NotConverged,
     acc2,

@@ -9,9 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forenset.backends.reward.replies import parse_judge, parse_policy
-from forenset.backends.reward.rubric import RuleJudge, quality, rubric_score, simulate_annotator
-from forenset.tasks.reward_triplets import round_robin
+from forenset.benchmarks.reward.scorers.replies import parse_judge, parse_policy
+from forenset.benchmarks.reward.scorers.rubric import (
+    RuleJudge,
+    quality,
+    rubric_score,
+    simulate_annotator,
+)
+from forenset.benchmarks.reward.stages.reward_triplets import round_robin
 
 GROUNDED = (
     "Fake. The lower left region (x 0.10-0.35, y 0.60-0.90) shows noise residual energy 3.1 "
@@ -164,7 +169,7 @@ def test_fakes_store_the_backends_png_when_no_crop_or_resize_is_needed(tmp_path,
 
     from PIL import Image
 
-    import forenset.tasks.reward_images as ri
+    import forenset.benchmarks.reward.stages.reward_images as ri
     from forenset.config import validate_config
     from forenset.store.run_store import RunStore
     from forenset.tasks.base import StageContext

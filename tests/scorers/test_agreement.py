@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from forenset.backends.scorers.agreement import PAPER, agreement
-from forenset.backends.scorers.entity_evidence import OfflineEntityEvidenceEvaluator
+from forenset.benchmarks.common.scorers.agreement import PAPER, agreement
+from forenset.benchmarks.common.scorers.entity_evidence import OfflineEntityEvidenceEvaluator
 
 H = "The hand is blurry."
 S = "The shadow of the cyclist is inconsistent with the light."
@@ -46,7 +46,7 @@ def test_agreement_is_symmetric_in_annotator_order_and_null_without_pairs():
 
 def test_failed_evaluator_calls_are_left_out_and_counted(monkeypatch):
     from forenset.backends.llm import LLMSettings, reset_limiters
-    from forenset.backends.scorers.entity_evidence import ModelEntityEvidenceEvaluator
+    from forenset.benchmarks.common.scorers.entity_evidence import ModelEntityEvidenceEvaluator
     from forenset.testing.fake_openai import FakeOpenAI, Fault
 
     monkeypatch.setenv("FAKE_AGREE_KEY", "sk-agree")

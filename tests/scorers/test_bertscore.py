@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from forenset.backends.scorers.bertscore import NO_MODEL, BertScorer, greedy_match
+from forenset.benchmarks.common.scorers.bertscore import NO_MODEL, BertScorer, greedy_match
 from forenset.errors import ConfigurationError
 
 CANDS = [

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from forenset.backends.llm import LLMSettings, ModelSpec, choose_model
-from forenset.backends.scorers.entity_evidence import (
+from forenset.benchmarks.common.scorers.entity_evidence import (
     CoverageJudgment,
     ExplanationPair,
     ExtractedExplanation,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from forenset.tasks.fakebench_scores import overall_average
+from forenset.benchmarks.fakebench.stages.fakebench_scores import overall_average
 
 M = ("bleu1", "bleu2", "rouge_l", "similarity", "completeness", "preciseness", "relevance")
 # (table, model): B-1, B-2, R-L, Sim., Aver.(auto), Comp., Prec., Rele., Aver.(judged), Overall

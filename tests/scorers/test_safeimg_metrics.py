@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forenset.backends.scorers.safeimg import (
+from forenset.benchmarks.safeimg.scorers import (
     AlignmentJudgment,
     Anomaly,
     Rationale,
@@ -114,7 +114,7 @@ def test_model_judge_through_the_fake_openai_server(openai_server, monkeypatch):
     import re
 
     from forenset.backends.llm.types import LLMSettings, ModelSpec
-    from forenset.backends.scorers.safeimg import ModelAlignmentJudge
+    from forenset.benchmarks.safeimg.scorers import ModelAlignmentJudge
     from forenset.testing.fake_openai import last_user_text
 
     def reply(body):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forenset.backends.scorers.classification import (
+from forenset.benchmarks.common.scorers.classification import (
     detection_by_group,
     detection_scores,
 )
@@ -81,7 +81,7 @@ def test_light_scorers_load_neither_torch_nor_the_sdks():
     import sys
 
     code = (
-        "import sys, forenset.backends.scorers as s; s.detection_scores; "
+        "import sys, forenset.benchmarks.common.scorers as s; s.detection_scores; "
         "s.OfflineEntityEvidenceEvaluator; s.ModelEntityEvidenceEvaluator; "
         "print(sorted(m for m in ('torch', 'transformers', 'openai') if m in sys.modules))"
     )

@@ -12,8 +12,8 @@ import textwrap
 import pytest
 import torch
 
-from forenset.backends.scorers.encoders import SentenceConfig
-from forenset.backends.scorers.similarity import SentenceSimilarityScorer
+from forenset.benchmarks.common.scorers.encoders import SentenceConfig
+from forenset.benchmarks.common.scorers.similarity import SentenceSimilarityScorer
 
 LONG = " ".join(["the red cup left of a small blue image"] * 6)  # 54 word pieces
 REF = "a red cup on a table"
@@ -74,8 +74,8 @@ def test_pooling_follows_the_folder(encoder_dir, tmp_path):
 RACE = textwrap.dedent(
     """
     import sys, threading
-    from forenset.backends.scorers.bertscore import BertScorer
-    from forenset.backends.scorers.similarity import SentenceSimilarityScorer
+    from forenset.benchmarks.common.scorers.bertscore import BertScorer
+    from forenset.benchmarks.common.scorers.similarity import SentenceSimilarityScorer
 
     path = sys.argv[1]
     barrier = threading.Barrier(4)

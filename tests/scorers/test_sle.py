@@ -9,7 +9,7 @@ import torch
 from scorer_kit import save_regressor
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from forenset.backends.scorers.sle import NO_MODEL, SleScorer, sle_clip, sle_normalise
+from forenset.benchmarks.common.scorers.sle import NO_MODEL, SleScorer, sle_clip, sle_normalise
 from forenset.errors import ConfigurationError
 
 

@@ -6,13 +6,14 @@ import json
 
 import pytest
 
-from forenset.backends.detectors.answers import parse_answer
-from forenset.backends.detectors.offline import ForensicDetector
 from forenset.backends.llm import reset_stage
+from forenset.benchmarks.common import training
+from forenset.benchmarks.common.answers import parse_answer
+from forenset.benchmarks.common.detector import ForensicDetector
+from forenset.benchmarks.common.predictions import read_predictions
+from forenset.benchmarks.evaluation.stages import detections as det_mod
 from forenset.config import validate_config
 from forenset.scheduler import BuildFailed
-from forenset.tasks import detections as det_mod
-from forenset.tasks.detections import read_predictions
 from forenset.testing._base import Fault
 from tests.conftest import small_config_dict
 from tests.helpers import rows, run_local
@@ -35,7 +36,7 @@ SIMPLE_PROMPT = COMPLEX_PROMPT.replace(
 def fresh_detections():
     """A clean error window for the stage and an empty per-process detector cache."""
     reset_stage("detections", 3)
-    det_mod._TRAINED.clear()
+    training._TRAINED.clear()
     yield
 
 

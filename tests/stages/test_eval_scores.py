@@ -2,7 +2,7 @@
 
 The detections, explanations and eval_sets shards are written through RunStore.write_shard,
 then the stage is planned and run as the worker runs it. Expected numbers are computed by hand
-from the constructed answers and texts (module docstring of forenset.tasks.eval_scores).
+from the constructed answers and texts (module docstring of forenset.benchmarks.evaluation.stages.eval_scores).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
+from forenset.benchmarks.evaluation.schemas.detections import SCHEMA as DETECTIONS
+from forenset.benchmarks.evaluation.schemas.eval_sets import SCHEMA as EVAL_SETS
+from forenset.benchmarks.evaluation.stages.eval_scores import NO_FAKES, EvalScores
 from forenset.cli import app
 from forenset.config import validate_config
-from forenset.schemas.detections import SCHEMA as DETECTIONS
-from forenset.schemas.eval_sets import SCHEMA as EVAL_SETS
 from forenset.schemas.explanations import SCHEMA as EXPLANATIONS
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import StageContext
-from forenset.tasks.eval_scores import NO_FAKES, EvalScores
 from forenset.worker import execute_shard
 from tests.conftest import small_config_dict
 from tests.helpers import agreeing_evaluator
@@ -133,7 +133,7 @@ def build_inputs(store: RunStore, detectors=("d1",), propagated=(), perturbed=()
 
 def write_gold(store: RunStore, gold, shard_id="import-a"):
     """A gold_references shard as forenset import-gold writes it: (sample, annotator, text)."""
-    from forenset.schemas.gold_references import SCHEMA as GOLD
+    from forenset.benchmarks.evaluation.schemas.gold_references import SCHEMA as GOLD
 
     rows = [
         {"gold_id": f"{sid}-{a}", "sample_id": sid, "annotator": a, "text": t, "status": "ok"}
@@ -288,7 +288,7 @@ def test_entity_evidence_offline_and_unconfigured_models_are_null(tmp_path):
 
 
 def test_bertscore_and_sle_with_local_models(tmp_path, models):
-    from forenset.backends.scorers.bertscore import BertScorer
+    from forenset.benchmarks.common.scorers.bertscore import BertScorer
 
     enc, sle = models
     _, _, _, out = run_stage(tmp_path, {"bertscore_model": enc, "sle_model": sle})
@@ -385,7 +385,7 @@ def test_entity_evidence_by_a_model_evaluator(tmp_path, monkeypatch, broken):
 
 def test_report_shows_table5_and_the_f1_plot(tmp_path, models):
     """The HTML report's evaluation section holds the same cells as `forenset eval`."""
-    from forenset.report.evaluation import table5
+    from forenset.benchmarks.evaluation.report import table5
     from forenset.report.html import evaluation_section
     from forenset.store.views import connect
 
@@ -411,7 +411,7 @@ PERTURBED = [
 
 
 def test_robustness_table_and_plot_series_by_hand(tmp_path):
-    from forenset.report.evaluation import CLEAN, robustness
+    from forenset.benchmarks.evaluation.report import CLEAN, robustness
     from forenset.store.views import connect
 
     store, *_ = run_stage(tmp_path, propagated=[("f1", 1, "real")], perturbed=PERTURBED)

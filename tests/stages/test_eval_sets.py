@@ -6,8 +6,9 @@ import re
 
 import pytest
 
+from forenset.benchmarks.evaluation.config import EvaluationConfig
+from forenset.benchmarks.evaluation.stages.eval_sets import draw, set_sizes
 from forenset.config import validate_config
-from forenset.tasks.eval_sets import EvaluationConfig, draw, set_sizes
 from tests.conftest import small_config_dict
 from tests.helpers import rows, run_local
 
@@ -158,11 +159,11 @@ def _perturbed_stage(tmp_path, **perturbations):
     import numpy as np
     import pyarrow as pa
 
+    from forenset.benchmarks.evaluation.stages.eval_sets import EvalSets
     from forenset.images import encode_png
     from forenset.schemas.splits import SCHEMA as SPLITS
     from forenset.store.run_store import RunStore
     from forenset.tasks.base import ShardSpec, StageContext
-    from forenset.tasks.eval_sets import EvalSets
 
     cfg = validate_config(
         small_config_dict(

@@ -9,9 +9,9 @@ import math
 import pytest
 
 from forenset.backends.llm import reset_stage
+from forenset.benchmarks.fakebench import text as fb
 from forenset.config import validate_config
 from forenset.testing.fake_openai import FakeOpenAI, request_images, request_text
-from forenset.text import fakebench as fb
 from tests.conftest import small_config_dict
 from tests.helpers import rows, run_local
 from tests.scorers.scorer_kit import save_encoder
@@ -301,9 +301,13 @@ def test_failed_judge_rounds_are_left_out_and_asked_again_on_rebuild(tmp_path):
 
 
 def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
-    from forenset.backends.detectors.offline import ForensicDetector
+    from forenset.benchmarks.common.detector import ForensicDetector
+    from forenset.benchmarks.fakebench.stages.fakebench_answers import (
+        DETECTOR_DIMENSIONS,
+        constant_reply,
+        detector_qa,
+    )
     from forenset.images import decode_rgb
-    from forenset.tasks.fakebench_answers import DETECTOR_DIMENSIONS, constant_reply, detector_qa
 
     det = {"name": "forensic", "kind": "detector", "train_per_class": 4}
     cfg = config(tmp_path, split="test", models=[det], clue_modes=["inference", "fault_finding"])
@@ -349,9 +353,9 @@ def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
                 assert "sigma" in a["response"] and a["null_reason"] is None
 
     # hand-check one image: retrain the same draw, explain it, rebuild the expected answers
+    from forenset.benchmarks.common.responders import DetectorConfig
+    from forenset.benchmarks.evaluation.stages.detections import Detections
     from forenset.tasks.base import StageContext
-    from forenset.tasks.detections import Detections
-    from forenset.tasks.eval_sets import DetectorConfig
 
     splits = rows(store, "splits")
     train = [r for r in splits if r["status"] == "ok" and r["split"] == "train"]
@@ -391,8 +395,8 @@ def test_detector_model_is_not_evaluated_on_its_training_split(tmp_path):
 
 
 def test_detector_qa_answers_only_dimensions_it_measures():
-    from forenset.backends.detectors.offline import Detection
-    from forenset.tasks.fakebench_answers import detector_qa
+    from forenset.benchmarks.common.detector import Detection
+    from forenset.benchmarks.fakebench.stages.fakebench_answers import detector_qa
 
     found = Detection(
         answer="fake", p_fake=0.9, bbox=[0.0, 0.5, 0.25, 1.0], position="bottom left",

@@ -8,7 +8,7 @@ from typing import get_args
 
 import pytest
 
-from forenset.text import fakebench as fb
+from forenset.benchmarks.fakebench import text as fb
 from forenset.text.models import ChangeType
 
 OFFLINE_TYPES = ("colour change", "brightness change", "content change", "artifact")

@@ -40,6 +40,8 @@ class Generator(Protocol):
     @property
     def backend(self) -> str: ...
 
+    def model_dump_json(self) -> str: ...
+
 
 _SCAN: tuple[tuple[str, ...], dict[str, list[EntryPoint]]] | None = None
 _LOADED: dict[tuple[str, str], Any] = {}
@@ -139,6 +141,19 @@ def create(generator: Generator) -> ImageBackend:
 
     Configuration problems known before any request raise ConfigurationError."""
     return backend_class(generator.backend).from_generator(generator)
+
+
+# One backend (e.g. a loaded pipeline) per generator config per process, shared by every stage
+# that generates (candidates, reward_images).
+_SHARED: dict[str, ImageBackend] = {}
+
+
+def shared(generator: Generator) -> ImageBackend:
+    """The process's backend for ``generator``, built once by :func:`create`."""
+    key = generator.model_dump_json()
+    if key not in _SHARED:
+        _SHARED[key] = create(generator)
+    return _SHARED[key]
 
 
 def _dist(ep: EntryPoint) -> str:

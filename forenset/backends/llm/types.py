@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from forenset.confbase import operational
-from forenset.errors import ModelServiceError
+from forenset.errors import ForensetError, ModelServiceError
 
 # How a request asks for structured output, most to least enforced by the server:
 # json_schema (OpenAI, vLLM, SGLang), json_object with a "schema" (llama.cpp servers),
@@ -191,7 +191,7 @@ class LLMSettings(BaseModel):
         return self
 
 
-class LLMCallError(Exception):
+class LLMCallError(ForensetError):
     """One failed attempt. ``retryable`` decides between backoff and a terminal error row."""
 
     def __init__(
@@ -217,7 +217,7 @@ class LLMCallError(Exception):
         self.headers = headers or {}
 
 
-class StageAborted(RuntimeError):
+class StageAborted(ForensetError, RuntimeError):
     """Base for stage-level aborts raised by run_chat."""
 
 

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from forenset.text import fakebench as fb
+from forenset.benchmarks.fakebench import text as fb
 
 QUERY_FILES = {"fakeclass": "FakeClass.json", "fakeclue": "FakeClue.json", "fakeqa": "FakeQA.json"}
 ANSWER_FILES = {t: f"test_{name}" for t, name in QUERY_FILES.items()}
@@ -481,4 +481,18 @@ def answer_rows(name: str, folder: str, items: Sequence[dict[str, Any]]) -> list
                                    "the reply names neither fake nor real"))  # fmt: skip
                 else:
                     out.append(row(it, reply))
+    return out
+
+
+def files_digest(folder: str, names: list[str]) -> dict[str, str]:
+    """The content hash of each named file found in ``folder`` (or its ``Evaluation/``)."""
+    import hashlib
+
+    out = {}
+    for n in names:
+        p = find_file(Path(folder), n)
+        try:
+            out[n] = hashlib.sha256(p.read_bytes()).hexdigest() if p else "missing"
+        except OSError:
+            out[n] = "unreadable"
     return out

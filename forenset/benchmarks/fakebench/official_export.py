@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from forenset.benchmarks.fakebench.bench_export import load_items
 from forenset.benchmarks.fakebench.official import (
     FOLDERS,
     ID_MAP,
@@ -19,7 +20,6 @@ from forenset.benchmarks.fakebench.official import (
     official_records,
 )
 from forenset.exports.data import write_atomic
-from forenset.exports.fakebench_bench import load_items
 
 
 def export_official(store: Any, out: Path) -> dict[str, Any]:

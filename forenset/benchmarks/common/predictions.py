@@ -1,0 +1,143 @@
+"""Predictions files of the user's own model (JSONL or CSV: ``sample_id, answer, explanation``),
+read by the detections stage and the reward family's ``file`` policies."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from forenset.errors import ConfigurationError
+from forenset.tasks.base import writable
+
+
+def file_digest(path: str) -> str:
+    """Content hash of a predictions file (fingerprinted: new predictions recompute)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+# -- predictions files ------------------------------------------------------------------------
+
+REQUIRED = ("sample_id", "answer", "explanation")
+
+
+def _examples(found: list[tuple[int, str]]) -> str:
+    shown = ", ".join(f"{sid!r} at line {n}" if sid else f"line {n}" for n, sid in found[:3])
+    return shown + (", …" if len(found) > 3 else "")
+
+
+def _records(text: str, is_csv: bool) -> list[tuple[int, dict[str, Any] | None, str]]:
+    """(line number, record or None when the line is not a record, raw text) per data line."""
+    out: list[tuple[int, dict[str, Any] | None, str]] = []
+    if is_csv:
+        reader = csv.DictReader(io.StringIO(text))
+        for rec in reader:
+            raw = json.dumps(rec, ensure_ascii=False)
+            clean = {k: v for k, v in rec.items() if k is not None and v not in (None, "")}
+            out.append((reader.line_num, clean, raw))
+        return out
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
+            rec = None
+        out.append((n, rec if isinstance(rec, dict) else None, line))
+    return out
+
+
+TEXT_FIELDS = ("answer", "explanation", "simple_explanation")
+
+
+def _well_typed(rec: dict[str, Any]) -> bool:
+    """A JSON line's fields have the types a prediction needs (a CSV's are all strings)."""
+    sid = rec.get("sample_id")
+    if sid is not None and (isinstance(sid, bool) or not isinstance(sid, str | int)):
+        return False
+    return all(rec.get(f) is None or isinstance(rec[f], str) for f in TEXT_FIELDS)
+
+
+def _has_surrogates(value: Any) -> bool:
+    return isinstance(value, str) and any("\udc80" <= ch <= "\udcff" for ch in value)
+
+
+def read_predictions(
+    path: str, known: set[str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The usable predictions by sample id, and one sentence per class of problem.
+
+    Text is decoded with ``surrogateescape`` so a line with bytes that are not UTF-8 is found
+    (and reported) instead of failing the whole file."""
+    from forenset.paths import read_local
+
+    p = Path(path)
+    try:
+        data = read_local(str(p))  # a regular file, capped in bytes before decoding
+    except OSError as e:
+        raise ConfigurationError(
+            f"cannot read the predictions file {path}: {e.strerror or e}"
+        ) from e
+    text = data.decode("utf-8", "surrogateescape").lstrip("\ufeff")
+    is_csv = p.suffix.lower() == ".csv" or (
+        p.suffix.lower() not in (".jsonl", ".json", ".ndjson") and not text.lstrip().startswith("{")
+    )
+    found: dict[str, list[tuple[int, str]]] = {}
+    preds: dict[str, dict[str, Any]] = {}
+    for n, rec, raw in _records(text, is_csv):
+        if rec is None:
+            found.setdefault("not_a_record", []).append((n, ""))
+            continue
+        sid = rec.get("sample_id")
+        if not _well_typed(rec):
+            found.setdefault("wrong_type", []).append((n, writable(str(sid)[:60]) if sid else ""))
+            continue
+        sid = str(sid) if sid is not None else ""
+        if any(_has_surrogates(v) for v in (*rec.values(), *rec.keys())):
+            found.setdefault("not_utf8", []).append((n, writable(sid)))
+            continue
+        missing = [f for f in REQUIRED if rec.get(f) in (None, "")]
+        if missing:
+            found.setdefault("missing_fields", []).append((n, sid))
+            continue
+        if sid not in known:
+            found.setdefault("unknown_id", []).append((n, sid))
+            continue
+        if sid in preds:
+            found.setdefault("duplicate", []).append((n, sid))
+            continue
+        preds[sid] = {**rec, "sample_id": sid, "line": n, "raw": raw}
+    name = p.name
+    what = {
+        "not_a_record": "{k} line{s} of {name} {are} not a JSON object and {are} not used ({ex})",
+        "missing_fields": "{k} line{s} of {name} lack{s_} sample_id, answer or explanation and "
+        "{are} not used ({ex})",
+        "not_utf8": "{k} line{s} of {name} {are} not valid UTF-8 text and {are} not used ({ex})",
+        "wrong_type": "{k} line{s} of {name} {have} a field of the wrong type (sample_id a "
+        "string or integer; answer, explanation, simple_explanation strings) and {are} not "
+        "used ({ex})",
+        "unknown_id": "{k} line{s} of {name} name{s_} a sample id in no evaluation set and "
+        "{are} not used ({ex})",
+        "duplicate": "{k} line{s} of {name} repeat{s_} a sample id already predicted on an "
+        "earlier line; the first line is used and {these} {are} not ({ex})",
+    }
+    problems = {}
+    for cls, hits in found.items():
+        k = len(hits)
+        problems[cls] = "predictions file: " + what[cls].format(
+            k=k,
+            s="" if k == 1 else "s",
+            s_="s" if k == 1 else "",
+            are="is" if k == 1 else "are",
+            have="has" if k == 1 else "have",
+            these="this" if k == 1 else "these",
+            name=name,
+            ex=_examples(hits),
+        )
+    return preds, problems

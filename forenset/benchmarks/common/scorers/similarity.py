@@ -1,0 +1,85 @@
+"""Sentence similarity (Reimers & Gurevych, 2019) of a generated text and a golden one.
+
+FakeBench (§4.1) reports "Sim.": the cosine similarity of the two texts' sentence embeddings.
+The encoder is loaded from a local folder (a Sentence-BERT model such as all-MiniLM-L6-v2 keeps
+its transformer in the folder root): texts are embedded as sentence-transformers does with that
+folder's own settings (``SentenceConfig``: max_seq_length, pooling, normalisation; a plain
+transformers folder gets mean pooling at the model's own length limit), and compared by cosine.
+The length matters: all-MiniLM-L6-v2 says 256 tokens, and truncating a 394-token reply at 512
+instead gave 0.638 where sentence-transformers gives 0.751. Without a model path the
+score is null with the reason, never a made-up number. An empty prediction scores 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from forenset.benchmarks.common.scorers.encoders import (
+    LocalModelScorer,
+    SentenceConfig,
+    max_tokens,
+    transformers_names,
+)
+from forenset.benchmarks.common.scorers.types import Score, null_score
+
+METRIC = "similarity"
+BACKEND = "transformers"
+NO_MODEL = "no sentence-similarity model configured (fakebench.similarity_model)"
+
+
+class SentenceSimilarityScorer(LocalModelScorer):
+    """Cosine of mean-pooled sentence embeddings; ``model_path=None`` gives null scores."""
+
+    what = "sentence similarity"
+
+    def _load_model(self, path: Path) -> Any:
+        (AutoModel,) = transformers_names("AutoModel")
+        self.sentence = SentenceConfig.read(path)
+        return AutoModel.from_pretrained(str(path), local_files_only=True)
+
+    def max_length(self) -> int:
+        """The model's limit, or the folder's max_seq_length when it sets a shorter one."""
+        limit = max_tokens(self._tok, self._model)
+        seq = self.sentence.max_seq_length
+        return min(limit, seq) if seq else limit
+
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
+        """Unit sentence vectors, one row per text, ``batch_size`` texts per pass."""
+        self._load()
+        limit = self.max_length()
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.batch_size):
+                batch = [t.strip() for t in texts[start : start + self.batch_size]]
+                enc = self._tok(
+                    batch, padding=True, truncation=True, max_length=limit, return_tensors="pt"
+                )
+                enc = {k: v.to(self.device) for k, v in enc.items()}
+                h = self._model(**enc).last_hidden_state.float()
+                pooled = self.sentence.pool(h, enc["attention_mask"])
+                out.append(torch.nn.functional.normalize(pooled, dim=-1).cpu())
+        return torch.cat(out) if out else torch.zeros(0, 0)
+
+    def score(self, predictions: Sequence[str], references: Sequence[str]) -> list[Score]:
+        """Cosine similarity per (prediction, reference) pair."""
+        if len(predictions) != len(references):
+            raise ValueError("predictions and references differ in length")
+        if self.path is None:
+            return [null_score(METRIC, NO_MODEL, backend=BACKEND) for _ in predictions]
+        live = [i for i, p in enumerate(predictions) if p.strip()]
+        out = [Score(METRIC, 0.0, self.model_label, BACKEND, details={"empty": True})] * len(
+            predictions
+        )
+        if not live:
+            return list(out)
+        a = self.embed([predictions[i] for i in live])
+        b = self.embed([references[i] for i in live])
+        cos = (a * b).sum(-1).clamp(-1.0, 1.0)
+        out = list(out)
+        for j, i in enumerate(live):
+            out[i] = Score(METRIC, float(cos[j]), self.model_label, BACKEND)
+        return out

@@ -1,0 +1,116 @@
+"""The ``reward:`` section: the reward family's config model (policies, judges, labels, Elo),
+read by its six stages."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from forenset.backends.image.generator import GeneratorConfig
+from forenset.backends.llm.types import LLMSettings
+from forenset.benchmarks.reward.scorers.metrics import K_DEFAULT
+from forenset.confbase import Strict
+
+REAL = "real"
+NAME = r"^[A-Za-z0-9_.\-]+$"
+
+
+class PolicyConfig(Strict):
+    """One policy model (detector) answering the policy prompt with ``r = (y, e)``.
+
+    ``detector``: the offline forensic detector (trained on the train split as in the
+    evaluation family); ``grounded: true`` explains with the measured region, ``false`` gives
+    the same verdict with an ungrounded sentence (a weaker explainer). ``constant``: always
+    ``answer`` with a generic sentence (the floor). ``llm``: a model pool prompted with the
+    paper's prompt. ``file``: written responses (e.g. the human baseline of Table 5), JSONL or
+    CSV with ``sample_id`` (the reward image id), ``answer`` and ``explanation``."""
+
+    name: str = Field(pattern=NAME)
+    kind: Literal["detector", "constant", "llm", "file"] = "detector"
+    grounded: bool = True
+    classifier: Literal["logreg", "hgb"] = "logreg"
+    train_per_class: int = Field(2000, ge=1)
+    answer: Literal["real", "fake"] = "real"
+    llm: LLMSettings | None = None
+    path: str | None = None
+
+    @model_validator(mode="after")
+    def _kind(self) -> PolicyConfig:
+        if self.kind == "llm" and self.llm is None:
+            raise ValueError(f"policy {self.name}: kind 'llm' needs an 'llm:' pool")
+        if self.kind == "file" and not self.path:
+            raise ValueError(f"policy {self.name}: kind 'file' needs 'path:'")
+        return self
+
+
+class JudgeConfig(Strict):
+    """One judge (reward model): ``rules`` (the offline rubric judge) or an ``llm`` pool."""
+
+    name: str = Field(pattern=NAME)
+    kind: Literal["rules", "llm"] = "rules"
+    llm: LLMSettings | None = None
+    bad_below: float = Field(0.45, ge=0, le=1)  # rules: both under -> BothBad
+    tie_margin: float = Field(0.08, ge=0, le=1)  # rules: closer -> Tie
+
+    @model_validator(mode="after")
+    def _kind(self) -> JudgeConfig:
+        if self.kind == "llm" and self.llm is None:
+            raise ValueError(f"judge {self.name}: kind 'llm' needs an 'llm:' pool")
+        return self
+
+
+class SimulateConfig(Strict):
+    """Simulated annotators (``benchmarks/reward/scorers/rubric.py``: the documented noisy rule)."""
+
+    annotators: int = Field(3, ge=1, le=20)
+    noise: float = Field(0.15, ge=0, le=1)
+    rush: float = Field(0.1, ge=0, le=1)
+
+
+class LabelsConfig(Strict):
+    """Human labels from a Label Studio JSON export (``path``), else simulated annotators.
+    The two are never mixed: with ``path`` set nothing is simulated."""
+
+    path: str | None = None
+    min_lead_time_s: float = Field(15.0, ge=0)  # App. B: under fifteen seconds is dropped
+    # manual resolutions of tied triplets, by triplet id (the choices of metrics.CHOICES)
+    resolutions: dict[str, Literal["First", "Second", "Tie", "BothBad"]] = {}
+    simulate: SimulateConfig = SimulateConfig()
+
+
+class RewardConfig(Strict):
+    """The ``reward:`` section, shared by the reward stages. Off by default."""
+
+    enabled: bool = False
+    images: int = Field(500, ge=1)  # reals; as many fakes, split over the generators
+    image_size: int = Field(512, ge=32)
+    generators: list[GeneratorConfig] = []
+    policies: list[PolicyConfig] = [
+        PolicyConfig(name="forensic-grounded"),
+        PolicyConfig(name="forensic-plain", grounded=False),
+        PolicyConfig(name="always-real", kind="constant"),
+    ]
+    triplets_per_image: int = Field(3, ge=1)
+    judges: list[JudgeConfig] = [JudgeConfig(name="rules")]
+    swap: bool = True  # also ask every judge with the two responses exchanged
+    labels: LabelsConfig = LabelsConfig()
+    elo_k: float = Field(K_DEFAULT, gt=0)
+    elo_shuffles: int = Field(100, ge=0)
+
+    @field_validator("generators", "policies", "judges")
+    @classmethod
+    def _unique(cls, v: list[Any]) -> list[Any]:
+        names = [x.name for x in v]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"names must be unique (repeated: {', '.join(dup)})")
+        if REAL in names:
+            raise ValueError(f"'{REAL}' is reserved for the photos")
+        return v
+
+    @model_validator(mode="after")
+    def _enough(self) -> RewardConfig:
+        if self.enabled and len(self.policies) < 2:
+            raise ValueError("reward needs at least two policies to pair their responses")
+        return self

@@ -1,0 +1,519 @@
+"""SafeIMG benchmark half (§2.5, §3): assemble D_ann, D_hard (= D_SafeIMG), the excluded set
+and D_real from a run's tables and annotations, and score the run's detections on them.
+
+* D_gen: the run's text-to-image fakes (``candidates.kind = 't2i'``; their category is the
+  candidate's ``family``, a taxonomy id P1-P8 / I1-I4). Only they are triaged.
+* Triage (latest ok, not cancelled triage annotation per sample): ``ann`` samples with K >= 1
+  regions (box + label + text) form D_ann (eq. 10), ``hard`` ones D_hard (eq. 8); ``invalid``
+  (eq. 7), ``ann`` without a region, and untriaged samples form the excluded table, with the reason.
+* D_real: the run's real samples, drawn ``per_category`` (50 by default, §2.5) per category by a
+  seeded rank; a real's category is a path component of its source ``uri`` / name equal to a
+  category id (``P3``) or name, or given by a CSV ``image_id,category``.
+* Scores read the ``detections`` table (the evaluation family's detectors: no second detector
+  here): Table 2 rates per detector × track on D_SafeIMG, D_ann and D_hard, real accuracy on
+  D_real, rates per propagation level, and on D_ann the Table 3 alignment, hit rate per label
+  and Δ(l). Images without a detection are counted as not covered, never guessed.
+
+Simulated annotations (``simulate_annotations``) are for the offline demo only: every row has
+``annotator = 'simulated'`` and ``simulated = true``, and the scores say so.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from forenset.benchmarks.safeimg import scorers as m
+from forenset.exports.data import write_atomic, write_images
+from forenset.exports.labelstudio import ANOMALY_LABELS, TRIAGE_CHOICES, store_annotation_rows
+from forenset.seeds import derive_seed
+from forenset.store.run_store import RunStore
+from forenset.text.taxonomy import load_taxonomy
+
+OUT = "benchmarks/safeimg"
+SUBSETS = ("D_SafeIMG", "D_ann", "D_hard")
+
+
+def _con(store: RunStore, tables: list[str]):
+    from forenset.store.views import connect
+
+    return connect(store, tables)
+
+
+def categories() -> dict[str, dict[str, str]]:
+    return {c.id: {"name": c.name, "group": c.group} for c in load_taxonomy()}
+
+
+def generated(store: RunStore) -> list[dict[str, Any]]:
+    """D_gen: text-to-image fakes with their category (sample order)."""
+    if not store.manifest("candidates") or not store.manifest("splits"):
+        return []
+    con = _con(store, ["splits", "candidates"])
+    rows = con.execute(
+        """SELECT s.sample_id, s.blob, s.generator, c.family AS category, c.caption AS prompt
+           FROM splits s JOIN candidates c ON c.candidate_id = s.candidate_id
+           WHERE s.status = 'ok' AND s.label = 'fake' AND c.status = 'ok' AND c.kind = 't2i'
+           ORDER BY s.sample_id"""
+    ).fetchall()
+    cols = ("sample_id", "blob", "generator", "category", "prompt")
+    return [dict(zip(cols, r, strict=True)) for r in rows]
+
+
+def _annotations(store: RunStore) -> list[dict[str, Any]]:
+    if not store.manifest("annotations"):
+        return []
+    con = _con(store, ["annotations"])
+    cur = con.execute(
+        "SELECT * FROM annotations WHERE status = 'ok' AND NOT coalesce(was_cancelled, false)"
+    )
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def _key(r: dict[str, Any]) -> tuple[str, int]:
+    return (str(r.get("created_at") or ""), int(r.get("annotation_id") or 0))
+
+
+def assemble(
+    store: RunStore,
+    *,
+    per_category: int = 50,
+    seed: int = 0,
+    real_categories: Path | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """The four tables: D_ann, D_hard, excluded, D_real (rows are plain dicts)."""
+    cats = categories()
+    anns = _annotations(store)
+    triage: dict[str, dict[str, Any]] = {}
+    for r in anns:
+        if r["task"] == "triage" and r.get("choice") in TRIAGE_CHOICES:
+            if r["sample_id"] not in triage or _key(r) >= _key(triage[r["sample_id"]]):
+                triage[r["sample_id"]] = r
+    regions: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in anns:
+        if r["task"] == "bbox" and r.get("rect_label") in ANOMALY_LABELS and r.get("w"):
+            regions[r["sample_id"]].append(r)
+    d_ann, d_hard, excluded = [], [], []
+    for g in generated(store):
+        c = cats.get(g["category"] or "", {"name": None, "group": None})
+        base = {**g, "category_name": c["name"], "group": c["group"]}
+        t = triage.get(g["sample_id"])
+        q = t["choice"] if t else None
+        sim = bool(t and t.get("simulated"))
+        if q == "hard":
+            d_hard.append({**base, "triage": "hard", "anomalies": [], "simulated": sim})
+        elif q == "ann" and regions.get(g["sample_id"]):
+            an = [
+                {
+                    "label": r["rect_label"],
+                    "x": r["x"],
+                    "y": r["y"],
+                    "w": r["w"],
+                    "h": r["h"],
+                    "rotation": r.get("rotation") or 0.0,
+                    "text": r.get("region_text") or "",
+                    "region_id": r.get("region_id"),
+                    "origin": r.get("origin"),
+                }
+                for r in sorted(regions[g["sample_id"]], key=lambda r: r["annotation_row_id"])
+            ]
+            sim = sim or any(r.get("simulated") for r in regions[g["sample_id"]])
+            d_ann.append({**base, "triage": "ann", "anomalies": an, "simulated": sim})
+        else:
+            reason = {
+                "invalid": "triaged invalid (eq. 7)",
+                "ann": "triaged ann but no region annotated (K = 0, eq. 10)",
+            }.get(q or "", "not triaged")
+            excluded.append({**base, "triage": q, "reason": reason, "simulated": sim})
+    d_real = draw_reals(store, cats, per_category, seed, real_categories)
+    return {"D_ann": d_ann, "D_hard": d_hard, "excluded": excluded, "D_real": d_real}
+
+
+def _real_category(
+    uri: str | None, name: str | None, cats: dict[str, dict[str, str]]
+) -> str | None:
+    by_name = {v["name"].lower(): k for k, v in cats.items()}
+    parts = [p for s in (uri or "", name or "") for p in s.replace("\\", "/").split("/")]
+    for p in parts:
+        if p in cats:
+            return p
+        if p.lower() in by_name:
+            return by_name[p.lower()]
+    return None
+
+
+def draw_reals(
+    store: RunStore,
+    cats: dict[str, dict[str, str]],
+    per_category: int,
+    seed: int,
+    mapping: Path | None = None,
+) -> list[dict[str, Any]]:
+    """D_real: up to ``per_category`` real samples per category, seeded rank (stable under
+    additions); reals with no category are left out (``uncategorised`` in the summary)."""
+    if not store.manifest("splits"):
+        return []
+    con = _con(store, ["splits", "sources"])
+    rows = con.execute(
+        """SELECT s.sample_id, s.image_id, s.blob, any_value(src.uri), any_value(src.name)
+           FROM splits s LEFT JOIN sources src ON src.image_id = s.image_id
+           WHERE s.status = 'ok' AND s.label = 'real'
+           GROUP BY s.sample_id, s.image_id, s.blob ORDER BY s.sample_id"""
+    ).fetchall()
+    given: dict[str, str] = {}
+    if mapping is not None:
+        with open(mapping, newline="", encoding="utf-8") as f:
+            given = {r["image_id"]: r["category"] for r in csv.DictReader(f)}
+    pools: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for sid, iid, blob, uri, name in rows:
+        cat = given.get(iid) or _real_category(uri, name, cats)
+        rec = {
+            "sample_id": sid,
+            "image_id": iid,
+            "blob": blob,
+            "source_uri": uri,
+            "category": cat,
+            "category_name": cats.get(cat or "", {}).get("name"),
+            "group": cats.get(cat or "", {}).get("group"),
+        }
+        pools[cat or ""].append(rec)
+    out = []
+    for cat in cats:
+        pool = sorted(
+            pools.get(cat, []), key=lambda r: derive_seed(seed, "safeimg-real", r["sample_id"])
+        )
+        out += pool[:per_category]
+    if pools.get(""):
+        out.append({"sample_id": None, "uncategorised": len(pools[""])})
+    return out
+
+
+def simulate_annotations(store: RunStore, seed: int) -> dict[str, int]:
+    """Demo-only annotations, labelled ``simulated`` in every row: triage drawn ~8 % invalid,
+    ~12 % hard (the paper's hard share), the rest ann with 1-3 random regions and labels."""
+    rows: list[dict[str, Any]] = []
+    for i, g in enumerate(generated(store)):
+        rng = np.random.default_rng(derive_seed(seed, "safeimg-simulated", g["sample_id"]))
+        u = float(rng.random())
+        q = "invalid" if u < 0.08 else "hard" if u < 0.2 else "ann"
+        common = {
+            "task_id": i,
+            "annotation_id": i,
+            "sample_id": g["sample_id"],
+            "annotator": "simulated",
+            "simulated": True,
+            "was_cancelled": False,
+            "source_file_hash": f"simulated-{seed}",
+            "status": "ok",
+        }
+        rows.append(
+            {
+                **common,
+                "annotation_row_id": f"sim-{g['sample_id']}-t",
+                "task": "triage",
+                "result_type": "choices",
+                "choice": q,
+            }
+        )
+        for k in range(int(rng.integers(1, 4)) if q == "ann" else 0):
+            lab = str(rng.choice(ANOMALY_LABELS))
+            x, y = (float(v) for v in rng.uniform(0, 0.7, 2))
+            w, h = (float(v) for v in rng.uniform(0.1, 0.3, 2))
+            rows.append(
+                {
+                    **common,
+                    "annotation_row_id": f"sim-{g['sample_id']}-r{k}",
+                    "task": "bbox",
+                    "result_type": "rectanglelabels",
+                    "rect_label": lab,
+                    "x": x,
+                    "y": y,
+                    "w": w,
+                    "h": h,
+                    "rotation": 0.0,
+                    "region_id": f"sim{k}",
+                    "origin": "drawn",
+                    "region_text": f"simulated {lab} anomaly (not a human annotation)",
+                }
+            )
+    store_annotation_rows(
+        store, rows, f"simulated-{seed}", f"simulated-{seed}-{len(rows)}", append=True
+    )
+    return dict(Counter(r["choice"] for r in rows if r["task"] == "triage"))
+
+
+# -- scores ----------------------------------------------------------------------------------
+def _detections(store: RunStore) -> list[dict[str, Any]]:
+    if not store.manifest("detections"):
+        return []
+    con = _con(store, ["detections"])
+    cur = con.execute(
+        "SELECT detector, track, sample_id, variant, answer, explanation, bbox FROM detections "
+        "WHERE status = 'ok' ORDER BY detector, track, sample_id, variant"
+    )
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def _box(bbox: str | None) -> m.Box | None:
+    try:
+        x0, y0, x1, y1 = (float(v) for v in json.loads(bbox or "null"))
+    except (TypeError, ValueError):
+        return None
+    return (x0, y0, x1 - x0, y1 - y0)
+
+
+def _rate_cells(d: dict[str, m.Rate]) -> dict[str, Any]:
+    return {
+        k: {"value": r.value, "n": r.n, **({"reason": r.reason} if r.reason else {})}
+        for k, r in d.items()
+    }
+
+
+def score(
+    tables: dict[str, list[dict[str, Any]]],
+    detections: list[dict[str, Any]],
+    judge: m.ModelAlignmentJudge | None = None,
+) -> dict[str, Any]:
+    """Tables 2-3 and the appendix statistics from the assembled sets and detections."""
+    order = list(categories())
+    groups = {
+        "ann": {r["sample_id"]: r for r in tables["D_ann"]},
+        "hard": {r["sample_id"]: r for r in tables["D_hard"]},
+    }
+    safe = {**groups["ann"], **groups["hard"]}
+    reals = {r["sample_id"]: r for r in tables["D_real"] if r.get("sample_id")}
+    by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in detections:
+        by_model[f"{d['detector']}/{d['track']}"].append(d)
+    out: dict[str, Any] = {
+        "table2": {},
+        "real_accuracy": {},
+        "propagation": {},
+        "table3": {},
+        "hit_rate": {},
+        "delta": {},
+        "coverage": {},
+    }
+    matcher = m.OFFLINE_MATCHER if judge is None else "model-judge"
+    out["matcher"] = matcher
+    for model, rows in sorted(by_model.items()):
+        clean = {r["sample_id"]: r for r in rows if (r["variant"] or "0x") == "0x"}
+        # Rates are over the images this model answered (``n``); ``coverage`` says how many of
+        # each set that is - an image without a detection is neither a hit nor a miss.
+        for name, pool in (
+            ("D_SafeIMG", safe),
+            ("D_ann", groups["ann"]),
+            ("D_hard", groups["hard"]),
+        ):
+            items = [
+                (s["category"], clean[sid]["answer"]) for sid, s in pool.items() if sid in clean
+            ]
+            out["table2"].setdefault(name, {})[model] = _rate_cells(m.rates_by_group(items, order))
+        out["coverage"][model] = {
+            "D_SafeIMG": [sum(s in clean for s in safe), len(safe)],
+            "D_real": [sum(s in clean for s in reals), len(reals)],
+        }
+        items = [(s["category"], clean[sid]["answer"]) for sid, s in reals.items() if sid in clean]
+        out["real_accuracy"][model] = _rate_cells(m.rates_by_group(items, order, real=True))
+        levels: dict[str, list[str | None]] = defaultdict(list)
+        for r in rows:
+            if r["sample_id"] in safe and r["sample_id"] in clean:  # the same images per level
+                levels[r["variant"] or "0x"].append(r["answer"])
+        out["propagation"][model] = _rate_cells(
+            {lv: m.ai_detection_rate(a) for lv, a in sorted(levels.items())}
+        )
+        out["table3"][model], out["hit_rate"][model], out["delta"][model] = _alignment(
+            groups["ann"], safe, clean, order, judge
+        )
+    return out
+
+
+def _alignment(ann, safe, clean, order, judge):
+    items = []
+    for sid, s in ann.items():
+        if sid not in clean:  # not answered by this model: not part of its alignment
+            continue
+        anoms = [
+            m.Anomaly(a["label"], (a["x"], a["y"], a["w"], a["h"]), a["text"])
+            for a in s["anomalies"]
+        ]
+        det = clean.get(sid, {})
+        box = _box(det.get("bbox"))
+        rats = [m.Rationale(t, box) for t in m.split_rationales(det.get("explanation"))]
+        items.append((sid, anoms, rats))
+    if judge is None:
+        mats = [m.offline_matrix(a, r) for _, a, r in items]
+        failed = 0
+    else:
+        got = judge.judge(items)
+        mats = [g[0] for g in got]
+        failed = sum(g[0] is None for g in got)
+    per_cat: dict[str, list[m.ImageAlignment]] = defaultdict(list)
+    pairs = []
+    for (sid, anoms, rats), mat in zip(items, mats, strict=True):
+        if mat is None:
+            continue
+        al = m.align(mat, len(rats))
+        per_cat[ann[sid]["category"]].append(al)
+        per_cat["Overall"].append(al)
+        pairs += [(a.label, h) for a, h in zip(anoms, al.hits, strict=True)]
+    t3 = {
+        "Human Covered by AI": {
+            c: vars(m.mean_defined([a.human_covered for a in per_cat.get(c, [])], "images"))
+            for c in [*order, "Overall"]
+        },
+        "AI Supported by Human": {
+            c: vars(
+                m.mean_defined(
+                    [a.ai_supported for a in per_cat.get(c, [])], "images with rationales"
+                )
+            )
+            for c in [*order, "Overall"]
+        },
+        "judge_failures": failed,
+    }
+    hit = _rate_cells(m.hit_rate_per_label(pairs, ANOMALY_LABELS))
+    cats = categories()
+    labelled = [
+        (
+            s["category"],
+            {a["label"] for a in s["anomalies"]},
+            not m.is_ai(clean.get(sid, {}).get("answer")),
+        )
+        for sid, s in ann.items()
+        if sid in clean
+    ]
+    scopes = {
+        **{c: [c] for c in order},
+        "Public": [c for c in order if cats[c]["group"] == "public"],
+        "Individual": [c for c in order if cats[c]["group"] == "individual"],
+        "Overall": order,
+    }
+    delta = {
+        sc: m.delta_per_label([(ls, fn) for c, ls, fn in labelled if c in cs], ANOMALY_LABELS)
+        for sc, cs in scopes.items()
+    }
+    return t3, hit, delta
+
+
+def write_tables(
+    store: RunStore, tables: dict[str, list[dict[str, Any]]], out: Path
+) -> dict[str, int]:
+    """Parquet per table (``datasets.load_dataset('parquet', ...)`` reads them), images copied
+    to ``images/`` and referenced by ``image_file``."""
+    counts = {}
+    for name, rows in tables.items():
+        rows = [r for r in rows if r.get("sample_id")]
+        refs = write_images(store, [r["blob"] for r in rows if r.get("blob")], out)
+        rows = [
+            {**{k: v for k, v in r.items() if k != "blob"}, "image_file": refs.get(r.get("blob"))}
+            for r in rows
+        ]
+        table = (
+            pa.Table.from_pylist(rows)
+            if rows
+            else pa.table({"sample_id": pa.array([], pa.string())})
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / f".{name}.parquet.tmp"
+        pq.write_table(table, tmp)
+        tmp.replace(out / f"{name}.parquet")
+        counts[name] = len(rows)
+    return counts
+
+
+def run_safeimg(
+    store: RunStore,
+    *,
+    per_category: int = 50,
+    seed: int = 0,
+    real_categories: Path | None = None,
+    judge: m.ModelAlignmentJudge | None = None,
+    out: Path | None = None,
+) -> dict[str, Any]:
+    """Assemble, write the tables and ``scores.json`` under ``<run>/benchmarks/safeimg``."""
+    tables = assemble(store, per_category=per_category, seed=seed, real_categories=real_categories)
+    out = Path(out) if out else Path(store.path(OUT))
+    counts = write_tables(store, tables, out)
+    sim = any(r.get("simulated") for k in ("D_ann", "D_hard", "excluded") for r in tables[k])
+    unc = next((r["uncategorised"] for r in tables["D_real"] if "uncategorised" in r), 0)
+    res = {
+        "path": str(out),
+        "counts": {
+            **counts,
+            "D_SafeIMG": counts["D_ann"] + counts["D_hard"],
+            "reals_uncategorised": unc,
+        },
+        "simulated_annotations": sim,
+        "excluded_reasons": dict(Counter(r["reason"] for r in tables["excluded"])),
+        **score(tables, _detections(store), judge),
+    }
+    write_atomic(out / "scores.json", json.dumps(res, indent=1, sort_keys=True, default=str))
+    return res
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}"
+
+
+def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> str:
+    """Plain-text Tables 2-3 (percent), in the paper's column order."""
+    cols = list(columns or [*categories(), "Overall"])
+    lines = [
+        f"SafeIMG: {json.dumps(res['counts'])}"
+        + ("  [SIMULATED annotations: demo only]" if res.get("simulated_annotations") else "")
+    ]
+    for model, cov in res.get("coverage", {}).items():
+        lines.append(
+            f"{model}: answered {cov['D_SafeIMG'][0]} of {cov['D_SafeIMG'][1]} D_SafeIMG images, "
+            f"{cov['D_real'][0]} of {cov['D_real'][1]} D_real images (rates are over answered ones)"
+        )
+    head = "Model".ljust(28) + "".join(c.rjust(8) for c in cols)
+    for name in SUBSETS:
+        lines += [f"\nTable 2 - AI detection rate (%) on {name}", head]
+        for model, cells in res["table2"].get(name, {}).items():
+            lines.append(
+                model[:27].ljust(28)
+                + "".join(_pct(cells.get(c, {}).get("value")).rjust(8) for c in cols)
+            )
+    lines += ["\nReal-image accuracy (%) on D_real", head]
+    for model, cells in res["real_accuracy"].items():
+        lines.append(
+            model[:27].ljust(28)
+            + "".join(_pct(cells.get(c, {}).get("value")).rjust(8) for c in cols)
+        )
+    lines += ["\nAI detection rate (%) by propagation level on D_SafeIMG"]
+    for model, cells in res["propagation"].items():
+        lines.append(
+            model[:27].ljust(28) + "  ".join(f"{lv} {_pct(c['value'])}" for lv, c in cells.items())
+        )
+    lines += [
+        f"\nTable 3 - Human-AI alignment (%) on D_ann, matcher {res['matcher']}",
+        "Metric".ljust(28) + "".join(c.rjust(8) for c in cols),
+    ]
+    for model, t3 in res["table3"].items():
+        for metric in ("Human Covered by AI", "AI Supported by Human"):
+            lines.append(
+                f"{metric} [{model}]"[:27].ljust(28)
+                + "".join(_pct(t3[metric][c]["value"]).rjust(8) for c in cols)
+            )
+    lines += ["\nHit rate (%) per artefact label"]
+    for model, cells in res["hit_rate"].items():
+        lines.append(
+            model[:27].ljust(28) + "  ".join(f"{k} {_pct(v['value'])}" for k, v in cells.items())
+        )
+    lines += ["\nDelta(l) (eq. 13, points) Overall"]
+    for model, sc in res["delta"].items():
+        lines.append(
+            model[:27].ljust(28) + "  ".join(f"{k} {_pct(v)}" for k, v in sc["Overall"].items())
+        )
+    return "\n".join(lines)
