@@ -162,7 +162,7 @@ def dispatch_for(cfg: BuildSettings, stage: str) -> Dispatch:
     )
 
 
-class TaskLost(Exception):
+class TaskLost(ForensetError):
     """A task's worker is gone (or it ran past its runner's ``timeout_s``): retried when the
     runner allows, else its shards fail with this reason."""
 

@@ -16,8 +16,8 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from forenset.benchmarks.fakebench import official as of
+from forenset.cli import app
 from forenset.config import validate_config
-from forenset.exports.cli import app
 from forenset.store.run_store import RunStore
 from tests.conftest import small_config_dict
 from tests.helpers import rows, run_local

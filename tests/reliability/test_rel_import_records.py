@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from forenset.benchmarks.evaluation import gold as gold_mod
 from forenset.benchmarks.evaluation.gold import import_gold
-from forenset.exports import labelstudio_gold as gold_mod
 from forenset.exports.labelstudio import AnnotationImportError, import_annotations
 from forenset.store.run_store import RunStore
 

@@ -25,6 +25,8 @@ from itertools import combinations
 
 import numpy as np
 
+from forenset.errors import ForensetError
+
 CHOICES: tuple[str, ...] = ("First", "Second", "Tie", "BothBad")
 CLEAR: tuple[str, ...] = ("First", "Second")
 START = 1200.0
@@ -101,7 +103,7 @@ def elo_sequence(
     return r
 
 
-class NotConverged(ArithmeticError):
+class NotConverged(ForensetError, ArithmeticError):
     """A fit that did not reach its tolerance within its iteration bound."""
 
 
