@@ -144,7 +144,7 @@ def build(
     run_uri = run_dir or cfg.run_dir
     from forenset.store.storage import use_storage
 
-    use_storage(cfg.storage)  # this process's stores and the workers it starts reach run_uri so
+    use_storage(cfg.storage)  # every store of this process, and the workers it starts, use it
     n = _nothing_to_do(run_uri, cfg, retry_errors)
     if n is not None:  # decided before Prefect is imported: no server, no flow run
         console.print(f"Nothing to do: all {n} shards are up to date ({run_uri}).")
