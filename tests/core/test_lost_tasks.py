@@ -145,6 +145,10 @@ def test_a_runner_that_cannot_connect_is_one_sentence_not_a_run_dir_error():
 
     import dask
 
+    # distributed's config defaults must load before dask.config.set below: leaving a set()
+    # whose key did not exist yet deletes the whole 'distributed' section for later tests
+    import distributed  # noqa: F401
+
     from forenset.config import RunnerConfig
     from forenset.errors import RunnerUnavailable
 
