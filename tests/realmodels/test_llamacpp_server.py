@@ -62,6 +62,7 @@ def test_a_long_reply_cut_at_max_tokens_says_so(llamacpp_server):
     assert r.attempts == 2
 
 
+@pytest.mark.timeout(1800)  # a whole build on a 135M model over 2 CPU cores
 @pytest.mark.parametrize("stage", MODEL_STAGES)
 def test_every_model_stage_against_the_real_server(tmp_path, llamacpp_server, stage):
     reset_limiters()

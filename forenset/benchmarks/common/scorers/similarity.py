@@ -51,18 +51,20 @@ class SentenceSimilarityScorer(LocalModelScorer):
         """Unit sentence vectors, one row per text, ``batch_size`` texts per pass."""
         self._load()
         limit = self.max_length()
-        out = []
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
+        out = torch.zeros(len(texts), int(self._model.config.hidden_size))
         with torch.inference_mode():
-            for start in range(0, len(texts), self.batch_size):
-                batch = [t.strip() for t in texts[start : start + self.batch_size]]
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start : start + self.batch_size]
+                batch = [texts[i].strip() for i in idx]
                 enc = self._tok(
                     batch, padding=True, truncation=True, max_length=limit, return_tensors="pt"
                 )
                 enc = {k: v.to(self.device) for k, v in enc.items()}
                 h = self._model(**enc).last_hidden_state.float()
                 pooled = self.sentence.pool(h, enc["attention_mask"])
-                out.append(torch.nn.functional.normalize(pooled, dim=-1).cpu())
-        return torch.cat(out) if out else torch.zeros(0, 0)
+                out[idx] = torch.nn.functional.normalize(pooled, dim=-1).cpu()
+        return out if len(texts) else torch.zeros(0, 0)
 
     def score(self, predictions: Sequence[str], references: Sequence[str]) -> list[Score]:
         """Cosine similarity per (prediction, reference) pair."""
