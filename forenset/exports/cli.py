@@ -13,21 +13,23 @@ app = typer.Typer(
 )
 
 
-def _fail(message: str, code: int = 2) -> None:
+def echo_fail(message: str, code: int = 2) -> None:
+    """One plain-text sentence on stderr and a non-zero exit (the export commands and families)."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 
 
-def _store(run_dir: str):
+def built_store(run_dir: str):
+    """The run's store once the build has split the dataset (the export commands' check)."""
     from forenset.paths import run_dir_problem
     from forenset.store.run_store import RunStore
 
     problem = run_dir_problem(run_dir)  # missing, a file, a folder no build wrote
     if problem:
-        _fail(problem)
+        echo_fail(problem)
     store = RunStore(run_dir)
     if not store.manifest("splits"):
-        _fail(f"run directory {run_dir} has no splits yet: run `forenset build` first")
+        echo_fail(f"run directory {run_dir} has no splits yet: run `forenset build` first")
     return store
 
 
@@ -70,13 +72,13 @@ def export_cmd(
         )
     except ValidationError as e:
         if any(err["loc"] == ("train_fraction",) for err in e.errors()):
-            _fail(f"--train-fraction must be in (0, 1] (got {train_fraction!r})")
-        _fail(f"--eval-subset must look like N_FAKE:M_REAL (got {eval_subset!r})")
-    store = _store(run_dir)
+            echo_fail(f"--train-fraction must be in (0, 1] (got {train_fraction!r})")
+        echo_fail(f"--eval-subset must look like N_FAKE:M_REAL (got {eval_subset!r})")
+    store = built_store(run_dir)
     try:
         res = run_export(store, format, out, st)
     except ValueError as e:
-        _fail(str(e))
+        echo_fail(str(e))
     typer.echo(json.dumps({k: res[k] for k in ("format", "path", "samples", "counts")}))
 
 
@@ -96,12 +98,12 @@ def import_annotations_cmd(
     from forenset.exports.labelstudio import AnnotationImportError, import_annotations
 
     if not export_json.exists():
-        _fail(f"{export_json} does not exist")
-    store = _store(run_dir)
+        echo_fail(f"{export_json} does not exist")
+    store = built_store(run_dir)
     try:
         info = import_annotations(store, export_json, append=append, tasks_file=tasks)
     except AnnotationImportError as e:
-        _fail(str(e))
+        echo_fail(str(e))
     typer.echo(json.dumps({"path": info.path, "rows": info.rows, "counts": info.counts}))
 
 
@@ -110,7 +112,7 @@ def _ls_token(env: str) -> str:
 
     token = os.environ.get(env)
     if not token:
-        _fail(f"set {env} to a Label Studio API token (Account & Settings > Access Token)")
+        echo_fail(f"set {env} to a Label Studio API token (Account & Settings > Access Token)")
     return str(token)
 
 
@@ -147,7 +149,7 @@ def labelstudio_setup_cmd(
     storage, and import their tasks."""
     from forenset.exports.labelstudio_api import LabelStudioError, setup_projects
 
-    store = _store(run_dir)
+    store = built_store(run_dir)
     dirs = {k: v for k, v in (("fakeclue", fakeclue_dir), ("gold", gold_dir)) if v is not None}
     try:
         state = setup_projects(
@@ -160,7 +162,7 @@ def labelstudio_setup_cmd(
             document_root=document_root,
         )
     except (LabelStudioError, OSError) as e:
-        _fail(str(e))
+        echo_fail(str(e))
     typer.echo(json.dumps(state))
     typer.echo(
         "start Label Studio with LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED=true "
@@ -184,11 +186,11 @@ def labelstudio_pull_cmd(
     from forenset.exports.labelstudio import AnnotationImportError
     from forenset.exports.labelstudio_api import LabelStudioError, pull_annotations
 
-    store = _store(run_dir)
+    store = built_store(run_dir)
     try:
         res = pull_annotations(store, _ls_dir(store, export_dir), _ls_token(token_env))
     except (LabelStudioError, AnnotationImportError, OSError) as e:
-        _fail(str(e))
+        echo_fail(str(e))
     typer.echo(json.dumps(res))
     for key in ("fakeclue", "gold"):
         if key in res:
@@ -206,8 +208,8 @@ def report_cmd(
     """Write a self-contained HTML report of the dataset (plots and images embedded)."""
     from forenset.report.html import write_report
 
-    store = _store(run_dir)
+    store = built_store(run_dir)
     if out is None and not store.is_local:
-        _fail("the run directory is remote: pass --out")
+        echo_fail("the run directory is remote: pass --out")
     path = write_report(store, out or Path(store.path("report.html")), gallery=gallery)
     typer.echo(str(path))

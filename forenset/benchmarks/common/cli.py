@@ -9,17 +9,16 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from forenset.exports.cli import built_store, echo_fail
+
+__all__ = ["built_store", "console", "echo_fail", "err", "fail", "open_run", "read_yaml"]
+
 console = Console(width=None if sys.stdout.isatty() else 150)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 150)
 
 
 def fail(message: str, code: int = 2) -> None:
     err.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
-
-
-def echo_fail(message: str, code: int = 2) -> None:
-    typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 
 
@@ -49,17 +48,3 @@ def read_yaml(path: Path, what: str):
         fail(f"{what} {path} cannot be read: {e.strerror or e}")
     except yaml.YAMLError as e:
         fail(f"{what} {path} is not valid YAML ({str(e).splitlines()[0]})")
-
-
-def built_store(run_dir: str):
-    """The run's store once the build has split the dataset (the export commands' check)."""
-    from forenset.paths import run_dir_problem
-    from forenset.store.run_store import RunStore
-
-    problem = run_dir_problem(run_dir)  # missing, a file, a folder no build wrote
-    if problem:
-        echo_fail(problem)
-    store = RunStore(run_dir)
-    if not store.manifest("splits"):
-        echo_fail(f"run directory {run_dir} has no splits yet: run `forenset build` first")
-    return store
