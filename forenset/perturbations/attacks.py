@@ -30,6 +30,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from forenset.errors import ConfigurationError
+
 
 class SurrogateEncoder(Protocol):
     """What the attacks need: input_size, and (global BxD, patches BxNxD) from Bx3xHxW in [0,1]."""
@@ -139,8 +141,21 @@ class HFVisionEncoder:
 
         (AutoModel,) = transformers_names("AutoModel")
 
-        model = AutoModel.from_pretrained(path, local_files_only=True)
+        try:
+            model = AutoModel.from_pretrained(path, local_files_only=True)
+        except (OSError, ValueError) as e:  # no folder, no weights, an unknown architecture
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ConfigurationError(
+                f"hf:{path} is not a loadable transformers model ({first})"
+            ) from None
         vision = getattr(model, "vision_model", None)
+        takes = getattr(vision if vision is not None else model, "main_input_name", None)
+        if takes != "pixel_values":  # a text model (BERT, MiniLM…) loads but cannot see images
+            kind = getattr(model.config, "model_type", type(model).__name__)
+            raise ConfigurationError(
+                f"hf:{path} is a {kind} model whose input is {takes!r}, not images: give an image "
+                "model folder (CLIP, SigLIP, ViT, DINOv2, ConvNeXt...)"
+            )
         self.model = (vision if vision is not None else model).to(device).eval()
         proj = getattr(model, "visual_projection", None)  # CLIP: image embedding space
         self.projection = proj.to(device).eval() if proj is not None else None

@@ -181,3 +181,21 @@ def test_hf_surrogate_from_a_local_folder(hf_encoder_dir, small_img: np.ndarray)
         PerturbationConfig(adversarial={"encoders": ["hf:/no/such/folder"]})
     with pytest.raises(ValueError, match="unknown encoder spec"):
         PerturbationConfig(adversarial={"foa_encoders": ["clip-vit"]})
+
+
+def test_a_text_model_as_an_hf_image_encoder_is_a_configuration_error(tmp_path) -> None:
+    """A text model folder loads through AutoModel but takes input_ids: one sentence naming the
+    folder and the fix, not transformers' ValueError at the first forward pass."""
+    transformers = pytest.importorskip("transformers")
+    from forenset.errors import ConfigurationError
+
+    cfg = transformers.BertConfig(
+        vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32,
+    )  # fmt: skip
+    transformers.BertModel(cfg).save_pretrained(tmp_path / "bert")
+    with pytest.raises(ConfigurationError, match="bert model whose input is 'input_ids'"):
+        A.load_encoder(f"hf:{tmp_path / 'bert'}")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigurationError, match="not a loadable transformers model"):
+        A.load_encoder(f"hf:{tmp_path / 'empty'}")
