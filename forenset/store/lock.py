@@ -20,6 +20,7 @@ must agree to well within the lease (NTP does).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
@@ -109,14 +110,23 @@ class RunLock:
         """Create the lock if absent; False when it exists."""
         data = json.dumps(doc, sort_keys=True).encode()
         if self.posix:
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                return False
-            with os.fdopen(fd, "wb") as f:
+            # written whole under a private name, then hard-linked into place: the link fails
+            # when the lock exists, and a reader never sees a created-but-empty lock (which it
+            # would judge unreadable, hence stale, and take over while its holder runs)
+            tmp = f"{self.path}.new-{self.token[:8]}"
+            with open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                return False
+            except FileNotFoundError:  # our file swept by the holder's cleanup: it exists
+                return False
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
             return True
         try:
             self.fs.pipe_file(self.path, data, mode="create")

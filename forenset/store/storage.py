@@ -112,8 +112,16 @@ def storage_options(uri: str, storage: StorageConfig | None = None) -> dict[str,
     opts: dict[str, Any] = {}
     if proto == "s3":
         client: dict[str, Any] = {}
-        if storage.endpoint:
-            opts["endpoint_url"] = storage.endpoint
+        # botocore reads AWS_ENDPOINT_URL(_S3) itself, but s3fs caches filesystem instances by
+        # their arguments: naming the endpoint keeps an instance of one server from being
+        # reused for another (a changed environment, or tests starting a new server)
+        endpoint = (
+            storage.endpoint
+            or os.environ.get("AWS_ENDPOINT_URL_S3")
+            or os.environ.get("AWS_ENDPOINT_URL")
+        )
+        if endpoint:
+            opts["endpoint_url"] = endpoint
         if storage.region:
             client["region_name"] = storage.region
         if storage.profile:
