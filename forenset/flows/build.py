@@ -84,7 +84,14 @@ def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | No
 
     if rc.address:
         return DaskTaskRunner(address=rc.address)
-    return DaskTaskRunner(cluster_kwargs={"n_workers": rc.max_workers, "threads_per_worker": 1})
+    # the local cluster's dashboard on loopback only (Dask's default binds every interface)
+    return DaskTaskRunner(
+        cluster_kwargs={
+            "n_workers": rc.max_workers,
+            "threads_per_worker": 1,
+            "dashboard_address": "127.0.0.1:8787",
+        }
+    )
 
 
 def start_runner(stack: Any, rc: RunnerConfig, run_uri: str, config: dict[str, Any], stage: str):
