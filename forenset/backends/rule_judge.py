@@ -107,15 +107,7 @@ def judge(
     else:
         verdict, cat = "DISCARD", "edit_partial"
         why = f"the change at the target is too weak (score {final:.2f})"
-    return {
-        "match_score": round(match, 4),
-        "offtarget_penalty": round(penalty, 4),
-        "final_score": round(final, 4),
-        "verdict": verdict,
-        "failure_category": cat,
-        "rationale": why,
-        "rule_version": AREA_RULE_VERSION,
-    }
+    return _record(match, penalty, final, verdict, cat, why, AREA_RULE_VERSION)
 
 
 def judge_measured(
@@ -180,6 +172,13 @@ def judge_measured(
     else:
         verdict, cat = "DISCARD", "edit_partial"
         why = f"too weak or too small: {need}; {weak:.2f} of it touched"
+    return _record(match, penalty, final, verdict, cat, why, RULE_VERSION)
+
+
+def _record(
+    match: float, penalty: float, final: float, verdict: str, cat: str, why: str, version: str
+) -> dict[str, Any]:
+    """One judgment record, as both rules write it."""
     return {
         "match_score": round(match, 4),
         "offtarget_penalty": round(penalty, 4),
@@ -187,7 +186,7 @@ def judge_measured(
         "verdict": verdict,
         "failure_category": cat,
         "rationale": why,
-        "rule_version": RULE_VERSION,
+        "rule_version": version,
     }
 
 

@@ -205,8 +205,9 @@ def _annotator(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-def _check_shape(doc: Any) -> list[Any]:
-    """The task list, or one sentence on why this is not a Label Studio JSON export."""
+def _check_shape(doc: Any, kept: str = "earlier annotations are kept") -> list[Any]:
+    """The task list, or one sentence on why this is not a Label Studio JSON export (``kept``:
+    what an empty export leaves as it was)."""
     if isinstance(doc, dict) and isinstance(doc.get("tasks"), list):
         doc = doc["tasks"]
     if not isinstance(doc, list):
@@ -214,9 +215,7 @@ def _check_shape(doc: Any) -> list[Any]:
             "expected a Label Studio JSON export (a list of tasks with 'annotations')"
         )
     if not doc:
-        raise AnnotationImportError(
-            "the export holds no tasks; nothing was imported and earlier annotations are kept"
-        )
+        raise AnnotationImportError(f"the export holds no tasks; nothing was imported and {kept}")
     tasks = [t for t in doc if isinstance(t, dict)]
     if tasks and not any("annotations" in t or "data" in t for t in tasks):
         raise AnnotationImportError(

@@ -31,6 +31,7 @@ from forenset.exports.data import rank, write_atomic, write_images
 from forenset.exports.labelstudio import (
     AnnotationImportError,
     _annotator,
+    _check_shape,
     _int,
     parse_json,
     read_import_file,
@@ -187,16 +188,7 @@ def _text(results: Any) -> str | None:
 
 def gold_rows(doc: Any, fakes: set[str], file_hash: str) -> list[dict[str, Any]]:
     """One row per annotation of a Label Studio JSON export of the gold task (module doc)."""
-    if isinstance(doc, dict) and isinstance(doc.get("tasks"), list):
-        doc = doc["tasks"]
-    if not isinstance(doc, list):
-        raise AnnotationImportError(
-            "expected a Label Studio JSON export (a list of tasks with 'annotations')"
-        )
-    if not doc:
-        raise AnnotationImportError(
-            "the export holds no tasks; nothing was imported and earlier gold is kept"
-        )
+    doc = _check_shape(doc, kept="earlier gold is kept")
     rows: list[dict[str, Any]] = []
     seen: set[tuple[str, str | None]] = set()
 
