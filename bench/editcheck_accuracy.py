@@ -57,7 +57,7 @@ def load_editor():
 
 def check(real: np.ndarray, fake: np.ndarray, instruction: dict) -> dict:
     """One imported candidate through the default diffs -> judgments -> verdicts rule."""
-    from forenset.tasks.verdicts import offline_check
+    from forenset.tasks.editcheck import offline_check
 
     return offline_check(real, fake, instruction)
 

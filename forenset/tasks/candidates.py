@@ -23,6 +23,7 @@ from forenset.schemas.candidates import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage, dumps
+from forenset.tasks.shared import T2I_PREFIX
 
 EDIT_FIELDS = (
     "text",
@@ -43,7 +44,6 @@ def backend_for(cfg: GeneratorConfig) -> ImageBackend:
     return factory.shared(cfg)
 
 
-T2I_PREFIX = "t2i-"  # candidates shards generated from prompts (no source photo)
 PROMPT_FIELDS = ("prompt_uid", "prompt", "category", "scenario_id", "media_form", "fields")
 
 

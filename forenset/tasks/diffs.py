@@ -27,6 +27,7 @@ from forenset.perturbations.encoder_specs import check_encoder_spec
 from forenset.schemas.diffs import SCHEMA
 from forenset.tasks.base import ShardSpec, StageRowError, dumps
 from forenset.tasks.modelcall import ModelStageConfig, Outcome, model_stage_config, request
+from forenset.tasks.shared import T2I_PREFIX
 from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
 from forenset.text.checks import validate_differences
 from forenset.text.models import VisualDifferences
@@ -154,8 +155,6 @@ class Diffs(StrategyStage):
     inputs = ("candidates",)
 
     def plan(self, upstream):
-        from forenset.tasks.candidates import T2I_PREFIX
-
         if upstream.shard_id.startswith(T2I_PREFIX):
             return []  # text-to-image candidates have no real counterpart to compare with
         return super().plan(upstream)

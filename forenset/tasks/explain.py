@@ -39,7 +39,7 @@ from forenset.tasks.modelcall import (
     request,
     template_hashes,
 )
-from forenset.tasks.splits import SplitPartitioned
+from forenset.tasks.shared import SplitPartitioned
 from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
 from forenset.text.checks import (
     validate_authenticity_explanation,

@@ -18,7 +18,7 @@ from forenset.perturbations import (
 from forenset.schemas.perturbations import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.tasks.base import RowStage, ShardSpec, StageRowError
-from forenset.tasks.splits import SplitPartitioned
+from forenset.tasks.shared import SplitPartitioned
 
 
 class PerturbationsStageConfig(PerturbationConfig):

@@ -20,6 +20,7 @@ from forenset.schemas.splits import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage
+from forenset.tasks.shared import T2I_PREFIX
 
 
 class SplitsConfig(Strict):
@@ -75,8 +76,6 @@ class Splits(Stage):
     key = "sample_id"
 
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
-        from forenset.tasks.candidates import T2I_PREFIX
-
         if upstream.stage == "candidates" and not upstream.shard_id.startswith(T2I_PREFIX):
             return []  # edits reach splits through Edit-Check (verdicts)
         label = "real" if upstream.stage == "captions" else "fake"
@@ -214,29 +213,3 @@ class Splits(Stage):
                 }
             )
         return self.to_table(out)
-
-
-class SplitPartitioned(Stage):
-    """Base for stages that map over splits shards, one output shard per split value."""
-
-    inputs = ("splits",)
-    partition_by = ("split",)
-
-    def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
-        t = self.ctx.store.read_shard(upstream, columns=["split", "status"])
-        values = sorted(
-            {
-                s
-                for s, st in zip(t["split"].to_pylist(), t["status"].to_pylist(), strict=True)
-                if st == "ok"
-            }
-        )
-        return [
-            self.spec(upstream.shard_id, {"split": v}, [upstream], {"split": v}) for v in values
-        ]
-
-    def read_inputs(self, shard: ShardSpec) -> pa.Table:
-        import pyarrow.compute as pc
-
-        t = super().read_inputs(shard)
-        return t.filter(pc.equal(t["split"], shard.params["split"]))

@@ -10,9 +10,9 @@ from pydantic import Field, model_validator
 
 from forenset.backends.rule_judge import aggregate
 from forenset.confbase import Strict
+from forenset.schemas.judgments import CARRY
 from forenset.schemas.verdicts import SCHEMA
 from forenset.tasks.base import ShardSpec, Stage, dumps
-from forenset.tasks.judgments import CARRY
 
 
 class VerdictsConfig(Strict):
@@ -93,28 +93,3 @@ class Verdicts(Stage):
         out["kept"] = sum(1 for k in keep if k)
         out["discarded"] = sum(1 for k in keep if not k)
         return out
-
-
-def offline_check(
-    real: Any,
-    fake: Any,
-    instruction: dict[str, Any],
-    judgments: Any = None,
-    verdicts: VerdictsConfig | None = None,
-) -> dict[str, Any]:
-    """One (real, candidate, instruction) through the offline judgments -> verdicts rule as
-    the stages run them (default configurations unless given): the bench's and CI floor's path.
-    (The offline judge decides from pixel measurements, not from the diffs stage's regions.)"""
-    from forenset.tasks.judgments import JudgmentsConfig, rule_record
-
-    j, v = judgments or JudgmentsConfig(), verdicts or VerdictsConfig()
-    m, rec = rule_record(real, fake, instruction, j)
-    agg = aggregate(
-        [rec],
-        combine=v.combine,
-        keep_score=v.keep_score,
-        borderline_score=v.borderline_score,
-        hard_discard=v.hard_discard,
-        decide=v.decide,
-    )
-    return {**rec, **agg, "judge_verdict": rec["verdict"], "measurements": m}

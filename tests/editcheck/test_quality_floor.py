@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from forenset.tasks.candidates import external_instruction
-from forenset.tasks.verdicts import offline_check
+from forenset.tasks.editcheck import offline_check
 
 # measured 2026-12-06 on this set (seed 7, 80 candidates, 192 px): P 0.979 / R 0.979 with
 # BORDERLINE kept, partial recall 0.923, good edits discarded 0.031, category accuracy 0.979;

@@ -9,8 +9,8 @@ import pytest
 
 from forenset.backends.edit_strength import StrengthRules, measure
 from forenset.backends.rule_judge import judge_measured
+from forenset.tasks.editcheck import offline_check
 from forenset.tasks.judgments import JudgmentsConfig
-from forenset.tasks.verdicts import offline_check
 
 BOX = [0.3, 0.3, 0.7, 0.7]
 
