@@ -227,6 +227,9 @@ def build(
         "seconds",
     ):
         table.add_column(col, justify="left" if col == "stage" else "right")
+    from forenset.stages import gate_names
+
+    gates = set(gate_names())  # the stages that keep or discard candidates (Stage.gate)
     for name, s in stats.items():
         table.add_row(
             name,
@@ -237,8 +240,8 @@ def build(
             str(s["rows"]),
             str(s["ok"]),
             str(s["error"]),
-            str(s["kept"]) if name == "verdicts" else "",
-            str(s["discarded"]) if name == "verdicts" else "",
+            str(s["kept"]) if name in gates else "",
+            str(s["discarded"]) if name in gates else "",
             f"{s['seconds']:.1f}",
         )
     console.print(table)
@@ -338,6 +341,8 @@ def status(
     ] = False,
 ) -> None:
     """Per stage: shards done/pending, rows ok/error, kept/discarded (from shard footers, no data scan)."""
+    from forenset.store.views import gate_tables
+
     store = _open(run_dir)
     state = store.read_json("state.json", default={}) or {}
     # stage names in DAG order from the build's own record: status imports no stage code
@@ -355,6 +360,7 @@ def status(
     for col in cols:
         table.add_column(col, justify="left" if col == "stage" else "right")
     reasons: list[str] = []
+    gates = [g for g in gate_tables(store) if g in names]
     for name in names:
         shards = store.manifest(name)
         st = state.get("stages", {}).get(name, {})
@@ -372,21 +378,20 @@ def status(
             str(sum(x.rows for x in shards)),
             str(c["ok"]),
             str(c["error"]),
-            str(c["kept"]) if name == "verdicts" else "",
-            str(c["discarded"]) if name == "verdicts" else "",
+            str(c["kept"]) if name in gates else "",
+            str(c["discarded"]) if name in gates else "",
         )
     console.print(table)
     if live and any(state.get("stages", {}).get(n, {}).get("planned") for n in names):
         console.print("rows, ok and error count the last complete build (manifests)")
     for r in reasons[:10]:
         console.print(f"[red]failed shard[/] {r}")
-    if "verdicts" in names:
-        from forenset.stats import discard_line
+    for i, name in enumerate(gates):
+        from forenset.stats import discard_line, gate_line
 
-        vc = [x.counts for x in store.manifest("verdicts")]
-        console.print(
-            discard_line(sum(c.get("kept", 0) for c in vc), sum(c.get("discarded", 0) for c in vc))
-        )
+        vc = [x.counts for x in store.manifest(name)]
+        kept, discarded = (sum(c.get(k, 0) for c in vc) for k in ("kept", "discarded"))
+        console.print(discard_line(kept, discarded) if i == 0 else gate_line(name, kept, discarded))
     if details:
         from forenset import stats as st_mod
         from forenset.store.views import connect, table_names

@@ -522,6 +522,8 @@ class Scheduler:
                 "status": status,
                 "message": message,  # why a failed build failed, in one line
                 "order": list(self.stats),  # DAG order (the JSON keys below are sorted)
+                # the gates in DAG order (Stage.gate): status counts their kept / discarded
+                "gates": [n for n, s in self.stages.items() if s.gate],
                 "config_hash": self.ctx.config.config_hash(),
                 "time": time.time(),
                 "started": time.time() - (time.monotonic() - self._started),

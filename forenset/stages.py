@@ -118,6 +118,46 @@ def stage_classes() -> list[type[Stage]]:
     return topological(list(classes.values()))
 
 
+def gate_names() -> list[str]:
+    """The gates (stages that keep or discard candidates, ``Stage.gate``) in chain order: each
+    gate after the first reads the one before it, and splits reads the last, so a new gate is
+    inserted between verdicts and splits by registering it, without editing splits. Imports
+    every stage module; raises ``RegistryError`` when the gates do not form one chain."""
+    return list(_gate_chain(tuple(targets().items())))
+
+
+def final_gate() -> str:
+    """The gate whose kept candidates reach splits (``verdicts`` unless another gate follows)."""
+    chain = gate_names()
+    if not chain:
+        raise RegistryError("no registered stage is a gate (Stage.gate), so splits has no input")
+    return chain[-1]
+
+
+@cache
+def _gate_chain(items: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    gates = {n: c for n, t in items if getattr(c := _load(n, t), "gate", False)}
+    read = {up for c in gates.values() for up in c.inputs if up in gates}
+    last = [n for n in gates if n not in read]
+    if len(last) > 1:
+        raise RegistryError(
+            f"gates {', '.join(last)} are each last: a gate reads the one before it"
+        )
+    chain = last[:1]
+    while chain:
+        before = [up for up in gates[chain[-1]].inputs if up in gates]
+        if not before:
+            break
+        if len(before) > 1 or before[0] in chain:
+            raise RegistryError(
+                f"gate '{chain[-1]}' reads several gates or a later one ({', '.join(before)})"
+            )
+        chain.append(before[0])
+    if len(chain) != len(gates):
+        raise RegistryError(f"gates {', '.join(sorted(gates))} do not form one chain")
+    return tuple(reversed(chain))
+
+
 def topological(classes: list[type[Stage]]) -> list[type[Stage]]:
     """A stable topological order: each class as early as its inputs allow, ties in list order."""
     by_name = {c.name: c for c in classes}

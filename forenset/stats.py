@@ -21,6 +21,14 @@ def discard_line(kept: int, discarded: int) -> str:
     )
 
 
+def gate_line(gate: str, kept: int, discarded: int) -> str:
+    """A later gate's discard rate (one after Edit-Check, ``Stage.gate``), as one sentence."""
+    total = kept + discarded
+    if not total:
+        return f"{gate} gate: no candidates examined yet"
+    return f"{gate} gate discard rate: {discarded / total:.1%} ({discarded} of {total} candidates)"
+
+
 QUERIES: dict[str, str] = {
     "discard_by_generator": """
         SELECT generator, count(*) AS candidates, sum(CASE WHEN keep THEN 0 ELSE 1 END) AS discarded,

@@ -21,14 +21,16 @@ SPLITS = ("train", "validation", "test")
 
 
 def verdict_source() -> tuple[str, str]:
-    """(table, score column) with one final verdict + ``keep`` per candidate.
+    """(table, score column) with Edit-Check's final verdict + ``keep`` per candidate.
 
-    Builds with a ``verdicts`` stage (several judges per candidate, aggregated) keep it there as
-    ``score``; older builds had it in ``judgments`` as ``final_score``.
+    The registry's first gate (``Stage.gate``: verdicts, several judges per candidate,
+    aggregated) keeps it as ``score``; a registry without gates had it in ``judgments`` as
+    ``final_score``. Later gates narrow what reaches splits, which the export reads.
     """
-    from forenset.stages import stage_names
+    from forenset.stages import gate_names
 
-    return ("verdicts", "score") if "verdicts" in stage_names() else ("judgments", "final_score")
+    gates = gate_names()
+    return (gates[0], "score") if gates else ("judgments", "final_score")
 
 
 def tables() -> list[str]:

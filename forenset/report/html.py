@@ -138,10 +138,11 @@ def counts_section(store: RunStore, con: Any) -> str:
     return out
 
 
-def discard_section(con: Any) -> str:
+def discard_section(con: Any, gates: Sequence[str] = ()) -> str:
+    """Edit-Check's discard rates, then one line per later gate of the run (``gates``)."""
     vt = verdict_source()[0]
     out = "<h2>Edit-Check: discard rates</h2>"
-    from forenset.stats import discard_line
+    from forenset.stats import discard_line, gate_line
 
     tot = _q(
         con,
@@ -149,6 +150,11 @@ def discard_section(con: Any) -> str:
     )
     if tot:
         out += f"<p>{html.escape(discard_line(int(tot[0][0] or 0), int(tot[0][1] or 0)))}</p>"
+    for gate in gates[1:]:  # gates after Edit-Check narrow what reaches splits
+        n = _q(con, f"SELECT count(*) FILTER (keep), count(*) FILTER (NOT keep) FROM {gate} "
+               "WHERE status='ok'")  # fmt: skip
+        if n:
+            out += f"<p>{html.escape(gate_line(gate, int(n[0][0] or 0), int(n[0][1] or 0)))}</p>"
     for col, title in (
         ("generator", "generator"),
         ("family", "edit family"),
@@ -467,7 +473,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
     """The report as one HTML string (no external resources)."""
     from forenset.benchmarks.safeimg.report import safeimg_section
     from forenset.exports.api import build_seed
-    from forenset.store.views import connect, table_names
+    from forenset.store.views import connect, gate_tables, table_names
 
     seed = build_seed(store)
     # Every table of the run, as `forenset query` and `status --details` see them: the sections
@@ -476,7 +482,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
     samples = load_samples(store)
     parts = [
         counts_section(store, con),
-        discard_section(con),
+        discard_section(con, gate_tables(store)),
         salience_section(con),
         perturbation_section(con),
         explanation_section(con, seed),

@@ -23,6 +23,17 @@ def table_names(store: RunStore) -> list[str]:
     return list(dict.fromkeys([*stages, *NON_STAGE_TABLES]))
 
 
+def gate_tables(store: RunStore) -> list[str]:
+    """The run's gates (``Stage.gate``: stages that keep or discard candidates) in DAG order,
+    as the last build recorded them from the registry (state.json), or, for a run built before
+    that record, the stages whose shard footers count kept candidates. Reads no stage code."""
+    state = store.read_json("state.json", default={}) or {}
+    names = table_names(store)
+    if "gates" in state:
+        return [n for n in state["gates"] if n in names]
+    return [n for n in names if any("kept" in s.counts for s in store.manifest(n))]
+
+
 def _empty_schema(store: RunStore, name: str) -> pa.Schema:
     """A stage's schema from its manifest; the stage class only for runs built before
     manifests recorded it (importing every stage module costs seconds)."""

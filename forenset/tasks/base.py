@@ -109,6 +109,10 @@ class Stage:
     # its ancestors are done (``plan_gathered``): sampling a benchmark set, training a detector
     # on a whole split. Its shards' fingerprints cover every input shard.
     gather: ClassVar[bool] = False
+    # A gate keeps or discards candidates: its table has a boolean ``keep`` per candidate, its
+    # shard footers count ``kept`` / ``discarded`` (status, the build table), and splits reads
+    # the last gate of the chain (``forenset.stages.gate_names``); verdicts is the first.
+    gate: ClassVar[bool] = False
 
     def __init__(self, ctx: StageContext):
         self.ctx = ctx
@@ -215,7 +219,15 @@ class Stage:
             "ok": sum(1 for s in status if s == "ok"),
             "error": sum(1 for s in status if s == "error"),
             "retryable": sum(1 for s, r in zip(status, retry, strict=True) if s == "error" and r),
+            **(self.gate_counts(table) if self.gate else {}),
         }
+
+    @staticmethod
+    def gate_counts(table: pa.Table) -> dict[str, int]:
+        """A gate's footer counts: its ok rows kept and discarded."""
+        rows = table.select(["status", "keep"]).to_pylist() if table.num_rows else []
+        ok = [bool(r["keep"]) for r in rows if r["status"] == "ok"]
+        return {"kept": sum(ok), "discarded": len(ok) - sum(ok)}
 
     def error_row(self, row: dict[str, Any], message: str, retryable: bool) -> dict[str, Any]:
         """Keep the input's ids so the failure can be traced; the key falls back to the input's."""

@@ -3,8 +3,10 @@
 Assignment is a pure function of (build seed, source image id), so a real photo and all its
 fakes share a split, adding a generator does not move other rows, and the stage maps shard by
 shard (no barrier). Fakes of held-out generators whose source is not in test are left out.
+Edited fakes come from the last gate of the registry (verdicts unless another gate follows
+it), found when the stage is loaded, so a gate is inserted without editing this module.
 With several edit generators, an instructions shard's edits are planned once every edit
-generator's verdicts of it are in: identical candidates (same photo, same bytes) of different
+generator's gate rows of it are in: identical candidates (same photo, same bytes) of different
 generators are kept once, under the first generator by name, with all of them in ``generators``.
 """
 
@@ -19,7 +21,7 @@ from forenset.confbase import Strict
 from forenset.schemas.splits import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
-from forenset.tasks.base import ShardSpec, Stage
+from forenset.tasks.base import ShardSpec, Stage, StageContext
 from forenset.tasks.shared import T2I_PREFIX
 
 
@@ -62,18 +64,44 @@ FAKE_COLUMNS = (
 )
 
 
+class _ReadsLastGate:
+    """``Splits.inputs``: captions, the last gate of the registry's chain (verdicts unless a
+    gate follows it, ``forenset.stages.final_gate``) and candidates, resolved when read."""
+
+    def __get__(self, obj: object, owner: type | None = None) -> tuple[str, ...]:
+        from forenset.stages import final_gate
+
+        return ("captions", final_gate(), "candidates")  # candidates: text-to-image shards only
+
+
+# What splits reads of the last gate: the candidate columns every gate carries, and ``keep``.
+GATE_COLUMNS = FAKE_COLUMNS + ("keep", "differences")
+
+
 class Splits(Stage):
     name = "splits"
     config_model = SplitsConfig
     version = "2"
-    inputs = ("captions", "verdicts", "candidates")  # candidates: text-to-image shards only
+    inputs = _ReadsLastGate()  # type: ignore[assignment]
     input_columns = {
         "captions": ("image_id", "blob", "caption", "entities"),
-        "verdicts": FAKE_COLUMNS + ("keep", "differences"),
         "candidates": FAKE_COLUMNS,
     }
     output_schema = SCHEMA
     key = "sample_id"
+
+    def __init__(self, ctx: StageContext):
+        super().__init__(ctx)
+        self.inputs = type(self).inputs  # resolved once per instance (the scheduler reads it often)
+        self.last_gate = self.inputs[1]
+
+    @classmethod
+    def columns_of(cls, upstream: str) -> tuple[str, ...]:
+        """Captions' and candidates' declared columns; of any other input (the last gate, found
+        in the registry), the candidate columns and ``keep``."""
+        if upstream in cls.input_columns:
+            return tuple(cls.input_columns[upstream])
+        return GATE_COLUMNS
 
     def plan(self, upstream: ShardInfo) -> list[ShardSpec]:
         if upstream.stage == "candidates" and not upstream.shard_id.startswith(T2I_PREFIX):
@@ -83,7 +111,7 @@ class Splits(Stage):
             return []
         gen = upstream.partition.get("generator", "real")
         editors = self.edit_generators()
-        if upstream.stage == "verdicts" and gen in editors and len(editors) > 1:
+        if upstream.stage == self.last_gate and gen in editors and len(editors) > 1:
             return self.plan_edits(upstream, editors)
         return [self.spec(f"{label}-{gen}-{upstream.shard_id}", {}, [upstream], {"label": label})]
 

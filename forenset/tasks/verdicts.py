@@ -49,6 +49,7 @@ class Verdicts(Stage):
     output_schema = SCHEMA
     key = "candidate_id"
     partition_by = ("generator",)
+    gate = True  # the first gate: Edit-Check's KEEP / BORDERLINE / DISCARD as ``keep``
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         c = self.cfg
@@ -86,10 +87,3 @@ class Verdicts(Stage):
                 }
             )
         return self.to_table(out)
-
-    def counts(self, table: pa.Table) -> dict[str, int]:
-        out = super().counts(table)
-        keep = table.column("keep").to_pylist() if table.num_rows else []
-        out["kept"] = sum(1 for k in keep if k)
-        out["discarded"] = sum(1 for k in keep if not k)
-        return out

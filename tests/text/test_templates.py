@@ -96,3 +96,30 @@ def test_import_is_light():
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_code_path_a_prompt_file_names_exists():
+    """Prompt files name the response models and parsers that read their replies; a module
+    that moved (issue 30: scorers to forenset.benchmarks) must not leave a stale path."""
+    import importlib
+    import re
+
+    named = {
+        m.rstrip(".")
+        for p in PROMPTS_DIR.glob("*.yaml")
+        for m in re.findall(r"\bforenset(?:\.\w+)+", p.read_text())
+    }
+    assert named  # the descriptions do name code
+    missing = []
+    for path in sorted(named):
+        module, _, attr = path.rpartition(".")
+        try:
+            found = hasattr(importlib.import_module(module), attr)
+        except ImportError:
+            found = False
+        if not found:
+            try:
+                importlib.import_module(path)
+            except ImportError:
+                missing.append(path)
+    assert not missing, f"prompt files name code that does not exist: {missing}"
