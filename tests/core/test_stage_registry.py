@@ -247,3 +247,43 @@ def test_a_plugin_that_clashes_or_reads_an_unknown_stage_is_refused(tmp_path, mo
     monkeypatch.syspath_prepend(str(site))
     with pytest.raises(RegistryError, match="clashes with a built-in"):
         stage_names()
+
+
+class _GateA:
+    name, inputs, gate = "gate_a", ("judgments",), True
+
+
+class _GateB:
+    name, inputs, gate = "gate_b", ("gate_a",), True
+
+
+class _GateC:
+    name, inputs, gate = "gate_c", ("gate_a",), True
+
+
+class _Both:
+    name, inputs, gate = "gate_both", ("gate_a", "gate_b"), True
+
+
+class _Loop:
+    name, inputs, gate = "gate_loop", ("gate_loop",), True
+
+
+def test_gates_form_one_chain_and_splits_reads_the_last():
+    from forenset import stages
+    from forenset.tasks.splits import Splits
+
+    assert stages.gate_names() == ["verdicts"] and stages.final_gate() == "verdicts"
+    assert Splits.inputs == ("captions", "verdicts", "candidates")
+    me = "tests.core.test_stage_registry"
+
+    def chain(*classes):
+        return stages._gate_chain(tuple((c.name, f"{me}:{c.__name__}") for c in classes))
+
+    assert chain(_GateB, _GateA) == ("gate_a", "gate_b")  # chain order, not listing order
+    with pytest.raises(RegistryError, match="gate_b, gate_c are each last"):
+        chain(_GateA, _GateB, _GateC)  # two gates branch off one: splits could read neither
+    with pytest.raises(RegistryError, match="gate 'gate_both' reads several gates"):
+        chain(_GateA, _GateB, _Both)
+    with pytest.raises(RegistryError, match="do not form one chain"):
+        chain(_GateA, _Loop)
