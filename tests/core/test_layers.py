@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.benchmarks.common.reads",
         "forenset.benchmarks.common.predictions",
         "forenset.benchmarks.common.training",
+        "forenset.benchmarks.common.respond",  # runs the responders (common.responders)
     ),
     # a family's report section, exports and set assembly (the default for a family module)
     ("forenset.exports", "forenset.report", "forenset.benchmarks"),

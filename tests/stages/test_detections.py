@@ -7,11 +7,10 @@ import json
 import pytest
 
 from forenset.backends.llm import reset_stage
-from forenset.benchmarks.common import training
+from forenset.benchmarks.common import respond, training
 from forenset.benchmarks.common.answers import parse_answer
 from forenset.benchmarks.common.detector import ForensicDetector
 from forenset.benchmarks.common.predictions import read_predictions
-from forenset.benchmarks.evaluation.stages import detections as det_mod
 from forenset.config import validate_config
 from forenset.scheduler import BuildFailed
 from forenset.testing._base import Fault
@@ -299,14 +298,22 @@ def test_a_missing_predictions_file_stops_the_build_with_one_sentence(tmp_path):
 
 
 def test_detections_carry_the_propagation_variant_of_their_item(tmp_path, monkeypatch):
-    real_rows = det_mod.Detections.offline_rows
+    real_answer = respond.DetectorAnswers.answer
 
-    def fails_on_3x(self, d, det, item):
-        if item["variant"] == "3x":
-            raise OSError("blob unreadable")
-        return real_rows(self, d, det, item)
+    def fails_on_3x(self, stage, cfg, questions, train):
+        """The 3x items' images cannot be read (the detector still trains)."""
+        bad = {q.item["blob"] for q in questions if q.item["variant"] == "3x"}
+        real_get = stage.ctx.store.get_blob
 
-    monkeypatch.setattr(det_mod.Detections, "offline_rows", fails_on_3x)
+        def get_blob(key):
+            if key in bad:
+                raise OSError("blob unreadable")
+            return real_get(key)
+
+        monkeypatch.setattr(stage.ctx.store, "get_blob", get_blob)
+        return real_answer(self, stage, cfg, questions, train)
+
+    monkeypatch.setattr(respond.DetectorAnswers, "answer", fails_on_3x)
     store, stats, _ = run_local(validate_config(config(tmp_path, propagation=[0, 2, 3])))
     assert not stats["detections"].failures
     ev = {e["eval_item_id"]: e for e in items(store)}

@@ -354,13 +354,13 @@ def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
 
     # hand-check one image: retrain the same draw, explain it, rebuild the expected answers
     from forenset.benchmarks.common.responders import DetectorConfig
-    from forenset.benchmarks.evaluation.stages.detections import Detections
+    from forenset.benchmarks.common.training import training_draw
     from forenset.tasks.base import StageContext
 
     splits = rows(store, "splits")
     train = [r for r in splits if r["status"] == "ok" and r["split"] == "train"]
     d = DetectorConfig(name="forensic", train_per_class=4)
-    chosen = Detections(StageContext(store, cfg)).training_draw(d, train)
+    chosen = training_draw(StageContext(store, cfg).seed, d, train)
     fresh_det = ForensicDetector("logreg").fit(
         [decode_rgb(store.get_blob(r["blob"])) for r in chosen], [r["label"] for r in chosen]
     )

@@ -24,14 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from forenset.backends import apiloop
-from forenset.backends.llm.base import ChatBackend, RawReply, Turns
+from forenset.backends.llm.base import RawReply, Turns
 from forenset.backends.llm.cache import ResponseCache, cache_key
-from forenset.backends.llm.gemini_chat import GeminiChat
 from forenset.backends.llm.jsonout import parse_reply, repair_message
 from forenset.backends.llm.limits import ModelLimiter, estimate_tokens
-from forenset.backends.llm.offline import OfflineChat
-from forenset.backends.llm.openai_chat import OpenAIChat
 from forenset.backends.llm.pool import choose_model, fallback_model
+from forenset.backends.llm.registry import Backends
 from forenset.backends.llm.secrets import redact
 from forenset.backends.llm.types import (
     ChatRequest,
@@ -113,11 +111,8 @@ class Engine:
     """Owns the chat backends and stage states of the process (on the shared API loop)."""
 
     def __init__(self) -> None:
-        self.backends: dict[str, ChatBackend] = {
-            "openai": OpenAIChat(),
-            "gemini": GeminiChat(),
-            "offline": OfflineChat(),
-        }
+        # built on first use from the chat-backend registry (built-ins and plugins)
+        self.backends = Backends()
         self.stages: dict[tuple[str, int], StageState] = {}
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> T:

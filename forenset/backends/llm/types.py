@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from forenset.backends.llm import registry
 from forenset.confbase import operational
 from forenset.errors import ForensetError, ModelServiceError
 
@@ -125,7 +126,7 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    backend: Literal["offline", "openai", "gemini"]
+    backend: str  # a registered chat backend (backends/llm/registry.py)
     model: str
     weight: float = Field(1.0, gt=0)
     base_url: str | None = None
@@ -152,6 +153,11 @@ class ModelSpec(BaseModel):
         "auto", "json_schema", "json_object_schema", "json_object", "prompt"
     ] = operational("auto")
     params: dict[str, Any] = Field(default_factory=dict)  # extra body / config fields
+
+    @field_validator("backend")
+    @classmethod
+    def _registered(cls, v: str) -> str:
+        return registry.check_name(v)
 
     @property
     def label(self) -> str:

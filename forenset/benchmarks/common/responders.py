@@ -1,37 +1,266 @@
-"""The models under evaluation that the benchmark families share: a detector (offline forensic
-detector, a VLM through an ``llm:`` pool, or a predictions file), configured once and used by
-the evaluation, reward (``detector`` policies) and FakeBench families."""
+"""Responders: every model under evaluation, one abstraction for the benchmark families.
+
+A responder answers questions about images: the offline forensic detector (``detector``), a
+model pool (``llm``), a predictions or written-answers file (``file``, the human baseline
+included), a constant reference (``constant``) or FakeBench's official answer files
+(``official``). The evaluation family's ``detectors``, the reward family's ``policies`` and
+FakeBench's ``models`` are lists of responders, so a kind is configured, validated and run the
+same way in every family (``forenset.benchmarks.common.respond`` runs them).
+
+Why a registry: a kind is looked up by name, built-ins first, then the ``forenset.responders``
+entry-point group (as image backends in ``forenset.backends.image.factory``), so a plugin
+package adds a model under evaluation by being installed::
+
+    [project.entry-points."forenset.responders"]
+    mymodel = "my_plugin:MyResponder"
+
+The entry point names a responder class (``respond.Responder``) whose ``Config`` is its config
+model (a ``ResponderConfig`` with ``kind: Literal["mymodel"]``). :func:`register` does the same
+in process (tests, notebooks). The built-ins' config models live here and their code is
+imported by path, so validating a config never imports the responders' code.
+
+Old kind names stay valid: ``offline`` is ``detector`` and ``vlm`` is ``llm`` (the evaluation
+family's names); FakeBench's ``belief`` is the constant's ``answer``.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import importlib
+import sys
+from collections.abc import Callable
+from importlib.metadata import EntryPoint, entry_points
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    WrapValidator,
+)
 
 from forenset.backends.llm.types import LLMSettings
 from forenset.confbase import Strict
 
+GROUP = "forenset.responders"
+NAME = r"^[A-Za-z0-9_.\-]+$"
+FAMILIES = ("evaluation", "reward", "fakebench")
+ALIASES = {"offline": "detector", "vlm": "llm"}  # old name -> canonical kind
 
-class DetectorConfig(Strict):
-    """One detector under evaluation (one row per eval item per detector per track).
 
-    ``offline``: forensic features + a scikit-learn classifier trained on the train split
-    (``forenset.benchmarks.common``); ``vlm``: a model pool prompted with the paper's detection
-    prompts (App. 16.0.0.2); ``file``: predictions of the user's own model, JSONL or CSV with
-    ``sample_id, answer, explanation[, simple_explanation]``."""
+class ResponderConfig(Strict):
+    """What every responder has: a name (its rows' ``detector`` / ``policy`` / ``answerer``)
+    and a kind (a registered responder)."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    kind: Literal["offline", "vlm", "file"] = "offline"
-    classifier: Literal["logreg", "hgb"] = "logreg"  # offline
-    train_per_class: int = Field(2000, ge=1)  # offline: seeded draw per label from the train split
-    llm: LLMSettings | None = None  # vlm
-    max_attempts: int = Field(1, ge=1, le=10)  # vlm: an unparseable answer is a wrong prediction
-    path: str | None = None  # file
+    name: str = Field(pattern=NAME)
+    kind: str
 
-    @model_validator(mode="after")
-    def _kind(self) -> DetectorConfig:
-        if self.kind == "vlm" and self.llm is None:
-            raise ValueError(f"detector {self.name}: kind 'vlm' needs an 'llm:' pool")
-        if self.kind == "file" and not self.path:
-            raise ValueError(f"detector {self.name}: kind 'file' needs 'path:'")
-        return self
+
+class DetectorResponder(ResponderConfig):
+    """The offline forensic detector: forensic features + a scikit-learn classifier trained on
+    a seeded draw of ``train_per_class`` per label of the train split (``common.training``).
+    ``grounded: false`` (reward) explains the same verdict with an ungrounded sentence."""
+
+    kind: Literal["detector"] = "detector"
+    classifier: Literal["logreg", "hgb"] = "logreg"
+    train_per_class: int = Field(2000, ge=1)
+    grounded: bool = True
+
+
+class LLMResponder(ResponderConfig):
+    """A model pool prompted with the family's prompt, the image attached. ``max_attempts``
+    above 1 asks again when the family's parser cannot read a reply (default 1: the paper's
+    zero-shot rule, an unparseable reply is a wrong answer)."""
+
+    kind: Literal["llm"] = "llm"
+    llm: LLMSettings
+    max_attempts: int = Field(1, ge=1, le=10)
+
+
+class FileResponder(ResponderConfig):
+    """Answers written elsewhere (a user's model, the human baseline): JSONL or CSV with
+    ``sample_id, answer, explanation[, simple_explanation]`` (``common.predictions``)."""
+
+    kind: Literal["file"] = "file"
+    path: str
+
+
+class ConstantResponder(ResponderConfig):
+    """Always ``answer`` (also spelled ``belief``), naming no evidence: the floor."""
+
+    kind: Literal["constant"] = "constant"
+    answer: Literal["real", "fake"] = Field(
+        "real", validation_alias=AliasChoices("answer", "belief")
+    )
+
+    @property
+    def belief(self) -> str:
+        return self.answer
+
+
+class OfficialResponder(ResponderConfig):
+    """A model's replies in FakeBench's official answer files (``answers``: the folder with
+    ``test_FakeClass.json``, ``test_FakeClue.json``, ``test_FakeQA.json``)."""
+
+    kind: Literal["official"] = "official"
+    answers: str
+
+
+# The evaluation family's name for its config (the offline detector is its default kind).
+DetectorConfig = DetectorResponder
+
+# kind -> (config model, "module:Class" of the responder, families it answers for)
+BUILTIN: dict[str, tuple[type[ResponderConfig], str, tuple[str, ...]]] = {
+    "detector": (DetectorResponder, "forenset.benchmarks.common.respond:DetectorAnswers", FAMILIES),
+    "llm": (LLMResponder, "forenset.benchmarks.common.respond:LLMAnswers", FAMILIES),
+    "file": (FileResponder, "forenset.benchmarks.common.respond:FileAnswers", FAMILIES[:2]),
+    "constant": (
+        ConstantResponder,
+        "forenset.benchmarks.common.respond:ConstantAnswers",
+        ("reward", "fakebench"),
+    ),
+    "official": (
+        OfficialResponder,
+        "forenset.benchmarks.common.respond:OfficialAnswers",
+        ("fakebench",),
+    ),
+}
+
+_REGISTERED: dict[str, Any] = {}  # register(): kind -> responder class
+_SCAN: tuple[tuple[str, ...], dict[str, list[EntryPoint]]] | None = None
+
+
+def register(cls: Any) -> Any:
+    """Register a responder class in process (its ``kind`` and ``Config``); usable as a
+    decorator. A built-in kind cannot be replaced."""
+    kind = getattr(cls, "kind", None)
+    if not isinstance(kind, str) or kind in BUILTIN or kind in ALIASES:
+        raise ValueError(f"responder kind {kind!r} is missing or taken by a built-in")
+    _check_class(kind, cls)
+    _REGISTERED[kind] = cls
+    return cls
+
+
+def unregister(kind: str) -> None:
+    _REGISTERED.pop(kind, None)
+
+
+def _entry_points() -> dict[str, list[EntryPoint]]:
+    """The group's entry points by name, rescanned when sys.path changes (a plugin added)."""
+    global _SCAN
+    key = tuple(sys.path)
+    if _SCAN is None or _SCAN[0] != key:
+        found: dict[str, list[EntryPoint]] = {}
+        for ep in entry_points(group=GROUP):
+            found.setdefault(ep.name, []).append(ep)
+        _SCAN = (key, found)
+    return _SCAN[1]
+
+
+def kinds() -> list[str]:
+    """Every responder kind: the built-ins, then plugins (entry points and :func:`register`)."""
+    plugins = sorted((set(_entry_points()) | set(_REGISTERED)) - set(BUILTIN))
+    return [*BUILTIN, *plugins]
+
+
+def canonical(kind: str) -> str:
+    return ALIASES.get(kind, kind)
+
+
+def _check_class(kind: str, cls: Any) -> None:
+    config = getattr(cls, "Config", None)
+    if not (isinstance(config, type) and issubclass(config, ResponderConfig)):
+        raise ValueError(f"responder {kind!r} ({cls!r}) has no Config (a ResponderConfig)")
+    if not callable(getattr(cls, "answer", None)):
+        raise ValueError(f"responder {kind!r} ({cls!r}) has no answer() method")
+
+
+def _load(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def responder_class(kind: str) -> Any:
+    """The responder class of ``kind`` (imported on first use); ValueError (one sentence) for
+    an unknown kind or a plugin that does not load."""
+    kind = canonical(kind)
+    if kind in BUILTIN:
+        return _load(BUILTIN[kind][1])
+    if kind in _REGISTERED:
+        return _REGISTERED[kind]
+    eps = _entry_points().get(kind)
+    if not eps:
+        raise ValueError(f"unknown responder kind {kind!r} (known: {', '.join(kinds())})")
+    try:
+        cls = eps[0].load()
+    except Exception as exc:  # noqa: BLE001 - a broken plugin is a configuration error
+        raise ValueError(
+            f"responder {kind!r} ({eps[0].value}) could not be loaded: {type(exc).__name__}: {exc}"
+        ) from exc
+    _check_class(kind, cls)
+    return cls
+
+
+def config_class(kind: str) -> type[ResponderConfig]:
+    kind = canonical(kind)
+    if kind in BUILTIN:
+        return BUILTIN[kind][0]
+    return responder_class(kind).Config
+
+
+def families_of(kind: str) -> tuple[str, ...]:
+    kind = canonical(kind)
+    if kind in BUILTIN:
+        return BUILTIN[kind][2]
+    return tuple(getattr(responder_class(kind), "families", FAMILIES))
+
+
+def _one_line(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        where = ".".join(str(x) for x in err["loc"])
+        parts.append(f"{where}: {err['msg']}" if where else err["msg"])
+    return "; ".join(parts)
+
+
+def parse(
+    value: Any, family: str, default_kind: str, defaults: dict[str, dict[str, Any]]
+) -> ResponderConfig:
+    """One responder entry of ``family``'s list as its kind's config model."""
+    if isinstance(value, ResponderConfig):
+        value = value.model_dump(by_alias=False)
+    if not isinstance(value, dict):
+        raise ValueError("a responder is a mapping with at least 'name' (and 'kind')")
+    kind = canonical(str(value.get("kind") or default_kind))
+    who = f"{value.get('name', '?')}"
+    cls = config_class(kind)
+    if family not in families_of(kind):
+        ok = [k for k in kinds() if family in families_of(k)]
+        raise ValueError(
+            f"{who}: kind {kind!r} does not answer {family} questions (use: {', '.join(ok)})"
+        )
+    data = {**defaults.get(kind, {}), **value, "kind": kind}
+    if kind == "constant" and "belief" in value:
+        data.pop("answer", None)  # the family default yields to the old spelling
+    try:
+        return cls.model_validate(data)
+    except ValidationError as e:
+        raise ValueError(f"{who} ({kind}): {_one_line(e)}") from None
+
+
+def responder_list_item(
+    family: str, default_kind: str, defaults: dict[str, dict[str, Any]] | None = None
+) -> Any:
+    """The type of one entry of a family's responder list: a union of the registered kinds,
+    discriminated by ``kind`` (``default_kind`` when absent)."""
+    d = defaults or {}
+
+    def validate(value: Any, handler: Callable[[Any], Any]) -> ResponderConfig:
+        return parse(value, family, default_kind, d)
+
+    return Annotated[SerializeAsAny[ResponderConfig], WrapValidator(validate)]
+
+
+def make(family: str, default_kind: str, **fields: Any) -> ResponderConfig:
+    """A responder config built in code (a family's defaults)."""
+    return parse(fields, family, default_kind, {})

@@ -8,9 +8,12 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from forenset.backends.llm.types import LLMSettings
-from forenset.benchmarks.common.responders import DetectorConfig
+from forenset.benchmarks.common.responders import make, responder_list_item
 from forenset.confbase import Strict
 from forenset.perturbations.registry import FAMILIES
+
+# One detector under evaluation: a responder (common.responders), the forensic detector by default.
+Detector = responder_list_item("evaluation", "detector")
 
 EVAL_SETS = ("id", "ood")
 MAX_PROPAGATION = 3
@@ -81,7 +84,7 @@ class EvaluationConfig(Strict):
     reals: int = Field(8_500, ge=0)
     keep_composition: bool = True  # shrink both counts alike when the split is smaller
     tracks: list[Literal["complex", "simple"]] = ["complex", "simple"]
-    detectors: list[DetectorConfig] = [DetectorConfig(name="forensic")]
+    detectors: list[Detector] = [make("evaluation", "detector", name="forensic")]
     scorers: ScorersConfig = ScorersConfig()
     # re-sharing levels of every drawn sample: 0 = the clean image, 1-3 = propagated copies
     propagation: list[int] = [0]

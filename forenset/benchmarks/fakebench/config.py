@@ -3,11 +3,12 @@ judge), read by its three stages."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from forenset.backends.llm.types import LLMSettings
+from forenset.benchmarks.common.responders import responder_list_item
 from forenset.confbase import Strict, operational
 
 AUTHOR_TEMPLATE = "fakebench_fault_finding"
@@ -27,36 +28,16 @@ class OfficialRelease(Strict):
     images: str
 
 
-class FakeBenchModel(Strict):
-    """One model under evaluation: a name (its rows' ``answerer``) and its ``llm:`` pool, or
-    ``kind: constant``, an offline reference that judges every image ``belief`` (real or fake)
-    and names no clue: the floor a model must beat (the paper's models that call everything
-    real score like ``belief: real``), or ``kind: detector``, the evaluation family's offline
-    forensic detector (``classifier``, trained on ``train_per_class`` images per label of the
-    train split, as ``detections`` trains it), which looks at the image and answers from what
-    it measured, or ``kind: official``, a model's replies read from answer files in the official
-    release's format (``answers``: the folder with ``test_FakeClass.json``,
-    ``test_FakeClue.json``, ``test_FakeQA.json``), so any model run with the release's scripts
-    is scored here."""
-
-    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    kind: Literal["llm", "constant", "detector", "official"] = "llm"
-    llm: LLMSettings | None = None
-    belief: Literal["real", "fake"] = "fake"
-    classifier: Literal["logreg", "hgb"] = "logreg"  # detector
-    train_per_class: int = Field(2000, ge=1)  # detector: seeded draw per label of the train split
-    answers: str | None = None  # official: the folder of the official-format answer files
-
-    @model_validator(mode="after")
-    def _kind(self) -> FakeBenchModel:
-        if self.kind == "llm" and self.llm is None:
-            raise ValueError(f"fakebench model {self.name}: kind 'llm' needs an 'llm:' pool")
-        if self.kind == "official" and not self.answers:
-            raise ValueError(
-                f"fakebench model {self.name}: kind 'official' needs 'answers:', the folder of "
-                "its test_FakeClass.json / test_FakeClue.json / test_FakeQA.json"
-            )
-        return self
+# One model under evaluation (its rows' ``answerer``): a responder (``common.responders``) of kind
+# ``llm`` (the default: a model pool), ``constant`` (an offline reference that judges every image
+# ``belief`` and names no clue: the floor a model must beat; the paper's models that call
+# everything real score like ``belief: real``), ``detector`` (the evaluation family's offline
+# forensic detector, trained on ``train_per_class`` images per label of the train split as
+# ``detections`` trains it, answering from what it measured), ``official`` (a model's replies
+# in the official release's answer files: ``answers``, the folder with ``test_FakeClass.json``,
+# ``test_FakeClue.json``, ``test_FakeQA.json``, so any model run with the release's scripts is
+# scored here) or a plugin's kind.
+FakeBenchModel = responder_list_item("fakebench", "llm", {"constant": {"answer": "fake"}})
 
 
 class FakeBenchConfig(Strict):
@@ -89,7 +70,7 @@ class FakeBenchConfig(Strict):
 
     @field_validator("models")
     @classmethod
-    def _unique(cls, v: list[FakeBenchModel]) -> list[FakeBenchModel]:
+    def _unique(cls, v: list[Any]) -> list[Any]:
         names = [m.name for m in v]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

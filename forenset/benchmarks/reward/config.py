@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from forenset.backends.image.generator import GeneratorConfig
 from forenset.backends.llm.types import LLMSettings
+from forenset.benchmarks.common.responders import make, responder_list_item
 from forenset.benchmarks.reward.scorers.metrics import K_DEFAULT
 from forenset.confbase import Strict
 
@@ -16,32 +17,13 @@ REAL = "real"
 NAME = r"^[A-Za-z0-9_.\-]+$"
 
 
-class PolicyConfig(Strict):
-    """One policy model (detector) answering the policy prompt with ``r = (y, e)``.
-
-    ``detector``: the offline forensic detector (trained on the train split as in the
-    evaluation family); ``grounded: true`` explains with the measured region, ``false`` gives
-    the same verdict with an ungrounded sentence (a weaker explainer). ``constant``: always
-    ``answer`` with a generic sentence (the floor). ``llm``: a model pool prompted with the
-    paper's prompt. ``file``: written responses (e.g. the human baseline of Table 5), JSONL or
-    CSV with ``sample_id`` (the reward image id), ``answer`` and ``explanation``."""
-
-    name: str = Field(pattern=NAME)
-    kind: Literal["detector", "constant", "llm", "file"] = "detector"
-    grounded: bool = True
-    classifier: Literal["logreg", "hgb"] = "logreg"
-    train_per_class: int = Field(2000, ge=1)
-    answer: Literal["real", "fake"] = "real"
-    llm: LLMSettings | None = None
-    path: str | None = None
-
-    @model_validator(mode="after")
-    def _kind(self) -> PolicyConfig:
-        if self.kind == "llm" and self.llm is None:
-            raise ValueError(f"policy {self.name}: kind 'llm' needs an 'llm:' pool")
-        if self.kind == "file" and not self.path:
-            raise ValueError(f"policy {self.name}: kind 'file' needs 'path:'")
-        return self
+# One policy model answering the policy prompt with ``r = (y, e)``: a responder
+# (``common.responders``), kinds ``detector`` (the offline forensic detector; ``grounded: false``
+# gives the same verdict with an ungrounded sentence, a weaker explainer), ``constant`` (always
+# ``answer`` with a generic sentence: the floor), ``llm`` (a model pool with the paper's prompt),
+# ``file`` (written responses, e.g. the human baseline of Table 5: ``sample_id`` = the reward
+# image id, ``answer``, ``explanation``) or a plugin's kind.
+Policy = responder_list_item("reward", "detector")
 
 
 class JudgeConfig(Strict):
@@ -86,10 +68,10 @@ class RewardConfig(Strict):
     images: int = Field(500, ge=1)  # reals; as many fakes, split over the generators
     image_size: int = Field(512, ge=32)
     generators: list[GeneratorConfig] = []
-    policies: list[PolicyConfig] = [
-        PolicyConfig(name="forensic-grounded"),
-        PolicyConfig(name="forensic-plain", grounded=False),
-        PolicyConfig(name="always-real", kind="constant"),
+    policies: list[Policy] = [
+        make("reward", "detector", name="forensic-grounded"),
+        make("reward", "detector", name="forensic-plain", grounded=False),
+        make("reward", "constant", name="always-real", kind="constant"),
     ]
     triplets_per_image: int = Field(3, ge=1)
     judges: list[JudgeConfig] = [JudgeConfig(name="rules")]

@@ -20,7 +20,7 @@ and name no clue (:func:`constant_reply`), the floor any model should beat; rows
 (:func:`forenset.benchmarks.fakebench.official.answer_rows`): rows say ``backend = official``.
 
 ``kind: detector`` is the evaluation family's offline forensic detector, trained exactly as
-``detections`` and the reward family's ``detector`` policy train it (``Detections.trained``: a
+``detections`` and the reward family's ``detector`` policy train it (``common.training``: a
 seeded draw of ``train_per_class`` per label from the train split), and it looks at each image
 once (``ForensicDetector.explain``). It answers only from what it measured:
 
@@ -35,8 +35,11 @@ once (``ForensicDetector.explain``). It answers only from what it measured:
 
 Rows say ``backend = offline`` and the detector's model name (``forensic-<classifier>-v1``).
 
+A plugin responder (``forenset.responders``) is read as a model's replies are.
+
 A failed call is an error row (retried on resume); a reply without a readable verdict keeps its
-reasoning and says why in ``parse_error``.
+reasoning and says why in ``parse_error``. Every kind is a responder (``common.responders``) run
+by ``common.respond``, which isolates each item's failure (an error row; the shard goes on).
 """
 
 from __future__ import annotations
@@ -48,19 +51,22 @@ import pyarrow as pa
 from forenset.benchmarks.common.answers import parse_answer
 from forenset.benchmarks.common.forensic import MEASURE_WORDS
 from forenset.benchmarks.common.reads import read_tagged
-from forenset.benchmarks.common.responders import DetectorConfig
-from forenset.benchmarks.common.training import trained_detector
+from forenset.benchmarks.common.respond import (
+    Answer,
+    Question,
+    fingerprint,
+    render,
+    respond,
+    trains,
+)
+from forenset.benchmarks.common.responders import ResponderConfig
 from forenset.benchmarks.fakebench import text as fb
-from forenset.benchmarks.fakebench.config import ANSWER_TEMPLATES, FakeBenchConfig, FakeBenchModel
-from forenset.benchmarks.fakebench.official import ANSWER_FILES, answer_rows, files_digest
+from forenset.benchmarks.fakebench.config import ANSWER_TEMPLATES, FakeBenchConfig
 from forenset.benchmarks.fakebench.official import Q_FAKE as OFFICIAL_Q_FAKE
 from forenset.benchmarks.fakebench.schemas.fakebench_answers import SCHEMA
-from forenset.confbase import fingerprint_view
-from forenset.errors import ConfigurationError
-from forenset.images import decode_rgb
 from forenset.store.run_store import ShardInfo
-from forenset.tasks.base import ContractError, ShardSpec, Stage, StageRowError, describe, writable
-from forenset.tasks.modelcall import call_validated, request, template_hashes
+from forenset.tasks.base import ShardSpec, Stage
+from forenset.tasks.modelcall import template_hashes
 
 if TYPE_CHECKING:
     from forenset.benchmarks.common.detector import Detection
@@ -131,9 +137,8 @@ def detector_qa(dimension: str, found: Detection) -> tuple[str | None, str | Non
     )
 
 
-def _no_check(parsed: Any) -> list[str]:
-    """Replies are free text: the scorer reads them, no validator rejects them."""
-    return []
+def _unreadable(text: str) -> str | None:
+    return parse_answer(text).reason
 
 
 class FakeBenchAnswers(Stage):
@@ -156,14 +161,11 @@ class FakeBenchAnswers(Stage):
     def fcfg(self) -> FakeBenchConfig:
         return self.cfg
 
-    def model_config(self, m: FakeBenchModel) -> dict[str, Any]:
-        out = {
-            "model": fingerprint_view(m),
+    def model_config(self, m: ResponderConfig) -> dict[str, Any]:
+        return {
+            "model": fingerprint(m, list(ANSWER_TEMPLATES), self.fcfg.prompts_dir),
             "templates": template_hashes(list(ANSWER_TEMPLATES), self.fcfg.prompts_dir),
         }
-        if m.kind == "official" and m.answers:  # the replies are the files' content
-            out["answers_sha256"] = files_digest(m.answers, list(ANSWER_FILES.values()))
-        return out
 
     def stage_config(self) -> Any:
         return [self.model_config(m) for m in self.fcfg.models]
@@ -175,7 +177,7 @@ class FakeBenchAnswers(Stage):
         splits = [u for u in upstream if u.stage == "splits"]
         return [
             self.spec(m.name, {"answerer": m.name},
-                      [*splits, *items] if m.kind == "detector" else items,
+                      [*splits, *items] if trains(m) else items,
                       {"answerer": m.name}, config=self.model_config(m))
             for m in self.fcfg.models
         ]  # fmt: skip
@@ -189,64 +191,71 @@ class FakeBenchAnswers(Stage):
         return it["task"] == "fakeclue" and it.get("form") != "fault_finding"
 
     @staticmethod
-    def ident(m: FakeBenchModel, it: dict[str, Any]) -> dict[str, Any]:
+    def ident(m: ResponderConfig, it: dict[str, Any]) -> dict[str, Any]:
         """The columns that say whose answer to which item a row is."""
         return {
             "answer_id": f"{m.name}/{it['item_id']}",
             "answerer": m.name,
-            "item_id": it["item_id"],
-            "task": it["task"],
-            "sample_id": it["sample_id"],
-            "label": it["label"],
+            **{k: it[k] for k in ("item_id", "task", "sample_id", "label")},
         }
 
-    def constant(self, m: FakeBenchModel, it: dict[str, Any]) -> dict[str, Any]:
-        """The offline reference's row (``kind: constant``)."""
-        reply = constant_reply(m.belief, it["task"], it.get("form"), it["question"])
-        p = parse_answer(reply) if self.reasons(it) else None
-        return {
-            **self.ident(m, it),
-            "reply": reply,
-            "response": p.reasoning if p else reply,
-            "verdict": p.answer if p else None,
-            "parse_error": p.reason if p else None,
-            "null_reason": None,
-            "backend": "offline",
-            "model": f"constant-{m.belief}",
-            "status": "ok",
-            "stage_version": self.version,
-        }
+    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
+        assert shard is not None
+        m = next(x for x in self.fcfg.models if x.name == shard.params["answerer"])
+        rows = batch.to_pylist()
+        items = sorted(
+            (r for r in rows if r["input"] == "fakebench_items"), key=lambda r: r["item_id"]
+        )
+        train = [r for r in rows if r["input"] == "splits" and r["split"] == "train"]
+        questions = [
+            Question(
+                qid=f"{m.name}/{it['item_id']}",
+                item=it,
+                key=it["sample_id"],
+                template=CLUE_TEMPLATE if self.reasons(it) else TEMPLATE[it["task"]],
+                prompts_dir=self.fcfg.prompts_dir,
+                variables={"question": it["question"]},
+                unreadable=_unreadable if self.reasons(it) else None,
+            )
+            for it in items
+        ]
+        got = respond(self, m, questions, train)
+        if got.rows is not None:  # official answer files: the release's reader wrote the rows
+            out = got.rows
+        else:
+            out = []
+            for q in questions:
+                a, ident = got.by_qid[q.qid], self.ident(m, q.item)
+                if not a.ok:
+                    out.append({**ident, **a.error_fields()})
+                    continue
+                out.extend(
+                    render(self, ident, lambda a=a, q=q, i=ident: [self.answer_row(i, q.item, a)])
+                )
+        for r in out:
+            r.setdefault("status", "ok")
+            r["stage_version"] = self.version
+        return self.to_table(out)
 
-    def detector(
-        self, m: FakeBenchModel, items: list[dict[str, Any]], train: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        """The offline forensic detector's rows: trained once (shared with ``detections``), each
-        image explained once, every item answered from that one measurement."""
-        d = DetectorConfig(name=m.name, classifier=m.classifier, train_per_class=m.train_per_class)
-        bases = [self.base(m, it) for it in items]
-        try:
-            det = trained_detector(self.ctx, d, train)
-        except StageRowError as e:
-            return [{**b, "status": "error", "error": writable(str(e)),
-                     "retryable": e.retryable} for b in bases]  # fmt: skip
-        seen: dict[str, Detection | str] = {}
-        out = []
-        for it, base in zip(items, bases, strict=True):
-            if it["blob"] not in seen:
-                try:
-                    seen[it["blob"]] = det.explain(decode_rgb(self.ctx.store.get_blob(it["blob"])))
-                except (ConfigurationError, ContractError):
-                    raise
-                except Exception as e:  # noqa: BLE001 - one bad image must not fail the shard
-                    seen[it["blob"]] = describe(e)
-            found = seen[it["blob"]]
-            if isinstance(found, str):
-                out.append({**base, "status": "error", "error": writable(found),
-                            "retryable": True})  # fmt: skip
-                continue
-            out.append({**base, **self.detector_answer(it, found),
-                        "backend": found.backend, "model": found.model})  # fmt: skip
-        return out
+    def answer_row(self, ident: dict[str, Any], it: dict[str, Any], a: Answer) -> dict[str, Any]:
+        """One item's row from an answer: the detector's measurement, a constant's belief in the
+        question's form, or a model's reply (its reasoning and verdict read when it reasons)."""
+        if a.detection is not None:
+            return {**ident, **self.detector_answer(it, a.detection), **a.trace}
+        if a.reply is None and a.verdict is not None:  # a constant: the belief, no clue named
+            reply: str | None = constant_reply(
+                a.verdict, it["task"], it.get("form"), it["question"]
+            )
+        else:
+            reply = a.reply
+        row = {**ident, **a.trace, "reply": reply}
+        if self.reasons(it):
+            p = parse_answer(reply)
+            row.update(response=p.reasoning or reply, verdict=p.answer, parse_error=p.reason)
+        else:
+            row.update(response=reply, verdict=None, parse_error=None)
+        row["null_reason"] = None
+        return row
 
     def detector_answer(self, it: dict[str, Any], found: Detection) -> dict[str, Any]:
         """reply / response / verdict / null_reason of one item from one measurement."""
@@ -265,74 +274,3 @@ class FakeBenchAnswers(Stage):
             return {"reply": found.reasoning, "response": found.reasoning}
         text, why = detector_qa(it.get("dimension") or "", found)
         return {"reply": text, "response": text, "null_reason": why}
-
-    @staticmethod
-    def base(m: FakeBenchModel, it: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "answer_id": f"{m.name}/{it['item_id']}",
-            "answerer": m.name,
-            **{k: it[k] for k in ("item_id", "task", "sample_id", "label")},
-        }
-
-    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        assert shard is not None
-        m = next(x for x in self.fcfg.models if x.name == shard.params["answerer"])
-        rows = batch.to_pylist()
-        items = sorted(
-            (r for r in rows if r["input"] == "fakebench_items"), key=lambda r: r["item_id"]
-        )
-        if m.kind == "constant":
-            return self.to_table([self.constant(m, it) for it in items])
-        if m.kind == "official":  # replies read from the release's answer files
-            assert m.answers is not None  # validated
-            got = answer_rows(m.name, m.answers, items)
-            for r in got:
-                r["stage_version"] = self.version
-            return self.to_table(got)
-        if m.kind == "detector":
-            train = [r for r in rows if r["input"] == "splits" and r["split"] == "train"]
-            out = self.detector(m, items, train)
-            for r in out:
-                r.setdefault("status", "ok")
-                r["stage_version"] = self.version
-            return self.to_table(out)
-        out: list[dict[str, Any]] = []
-        reqs = []
-        for it in items:
-            base = self.ident(m, it)
-            try:
-                image = self.ctx.store.get_blob(it["blob"])
-            except Exception as e:  # noqa: BLE001 - one missing blob must not fail the shard
-                out.append({**base, "status": "error", "error": writable(describe(e)),
-                            "retryable": True})  # fmt: skip
-                continue
-            tpl = CLUE_TEMPLATE if self.reasons(it) else TEMPLATE[it["task"]]
-            req = request(
-                self.name,
-                base["answer_id"],
-                tpl,
-                self.fcfg.prompts_dir,
-                images=[image],
-                response_model=None,  # type: ignore[arg-type] - free text
-                question=it["question"],
-            )
-            reqs.append(({**base, "reasons": self.reasons(it)}, req))
-        assert m.llm is not None  # kind llm (validated)
-        chats = [(r, _no_check) for _, r in reqs]
-        got = call_validated(self.ctx, self.name, m.llm, chats, 1) if chats else {}
-        for base, req in reqs:
-            o = got[req.item_id]
-            reasons = base.pop("reasons")
-            row = {**base, **o.trace(), "reply": o.result.text or None}
-            if o.result.ok:
-                text = o.result.text
-                if reasons:
-                    p = parse_answer(text)
-                    row.update(response=p.reasoning or text, verdict=p.answer,
-                               parse_error=p.reason, null_reason=None)  # fmt: skip
-                else:
-                    row.update(response=text, verdict=None, parse_error=None, null_reason=None)
-            out.append(row)
-        for r in out:
-            r["stage_version"] = self.version
-        return self.to_table(out)

@@ -4,7 +4,7 @@ One shard per policy (``policy=`` partition), fingerprinted by that policy only.
 (``reward.policies``, see ``PolicyConfig``):
 
 - ``detector``: the evaluation family's offline forensic detector, trained the same way (a seeded
-  draw of ``train_per_class`` per label from the train split, ``Detections.trained``). Grounded,
+  draw of ``train_per_class`` per label from the train split, ``common.training``). Grounded,
   its explanation is the measured region and numbers; not grounded, the same verdict with a
   generic sentence — two real policies of different explanation quality.
 - ``constant``: always ``answer``, with a generic sentence (the floor of Table 1).
@@ -15,49 +15,48 @@ One shard per policy (``policy=`` partition), fingerprinted by that policy only.
 - ``file``: written responses (``sample_id`` = reward image id, ``answer``, ``explanation``),
   read with the detections file reader; images it does not cover get no row, problems are one
   error row per class of problem.
+- a plugin responder (``forenset.responders``): its reply is parsed as a model's is.
+
+Each kind is a responder (``common.responders``) run by ``common.respond``, which isolates each
+image's failure (an error row; the shard goes on).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from forenset.benchmarks.common.predictions import file_digest, read_predictions
 from forenset.benchmarks.common.reads import read_tagged
-from forenset.benchmarks.common.responders import DetectorConfig
-from forenset.benchmarks.common.training import trained_detector
-from forenset.benchmarks.reward.config import PolicyConfig, RewardConfig
+from forenset.benchmarks.common.respond import (
+    Answer,
+    Question,
+    fingerprint,
+    render,
+    respond,
+    trains,
+)
+from forenset.benchmarks.common.responders import ResponderConfig
+from forenset.benchmarks.reward.config import RewardConfig
 from forenset.benchmarks.reward.schemas.reward_responses import SCHEMA
 from forenset.benchmarks.reward.scorers.replies import parse_policy
-from forenset.confbase import fingerprint_view
-from forenset.errors import ConfigurationError
-from forenset.images import decode_rgb
 from forenset.store.run_store import ShardInfo
-from forenset.tasks.base import ContractError, ShardSpec, Stage, StageRowError, describe, writable
-from forenset.tasks.modelcall import call_validated, request, template_hashes
+from forenset.tasks.base import ShardSpec, Stage, writable
 
 TEMPLATE = "reward_policy"
 
 
-def _no_check(parsed: Any) -> list[str]:
-    """Replies are free text: ``parse_policy`` reads them."""
-    return []
-
-
-def policy_config(p: PolicyConfig) -> dict[str, Any]:
-    view = fingerprint_view(p)
-    if p.kind == "llm":
-        view["templates"] = template_hashes([TEMPLATE], None)
-    if p.kind == "file" and p.path:
-        view["file_sha256"] = file_digest(p.path)
-    return view
+def policy_config(p: ResponderConfig) -> dict[str, Any]:
+    return fingerprint(p, [TEMPLATE], None)
 
 
 def reply_of(verdict: str, explanation: str) -> str:
     """A response in the policy prompt's shape: the one-word verdict, then the explanation."""
     return f"{verdict.capitalize()}. {explanation}".strip()
+
+
+def _unreadable(text: str) -> str | None:
+    return parse_policy(text).reason
 
 
 class RewardResponses(Stage):
@@ -78,7 +77,7 @@ class RewardResponses(Stage):
     def rcfg(self) -> RewardConfig:
         return self.cfg
 
-    def policy(self, name: str) -> PolicyConfig:
+    def policy(self, name: str) -> ResponderConfig:
         return next(p for p in self.rcfg.policies if p.name == name)
 
     def stage_config(self) -> Any:
@@ -99,7 +98,7 @@ class RewardResponses(Stage):
         splits = [i for i in upstream if i.stage == "splits"]
         out = []
         for p in self.rcfg.policies:
-            ins = [*splits, *images] if p.kind == "detector" else images
+            ins = [*splits, *images] if trains(p) else images
             out.append(self.spec(p.name, {"policy": p.name}, ins, {"policy": p.name}))
         return out
 
@@ -113,24 +112,47 @@ class RewardResponses(Stage):
         images = sorted(
             (r for r in rows if r["input"] == "reward_images"), key=lambda r: r["reward_image_id"]
         )
-        if p.kind == "detector":
-            train = [r for r in rows if r["input"] == "splits" and r["split"] == "train"]
-            out = self.detector(p, images, train)
-        elif p.kind == "constant":
-            out = [
-                self.answered(p, im, p.answer, generic(p.answer), "offline", f"constant-{p.answer}")
-                for im in images
-            ]
-        elif p.kind == "llm":
-            out = self.model(p, images)
-        else:
-            out = self.from_file(p, images)
+        train = [r for r in rows if r["input"] == "splits" and r["split"] == "train"]
+        questions = [
+            Question(
+                qid=f"{p.name}/{im['reward_image_id']}",
+                item=im,
+                key=im["reward_image_id"],
+                template=TEMPLATE,
+                unreadable=_unreadable,
+            )
+            for im in images
+        ]
+        got = respond(self, p, questions, train)
+        out: list[dict[str, Any]] = []
+        for q in questions:
+            a = got.by_qid[q.qid]
+            if a.missing:  # a file that does not cover this image: no response
+                continue
+            base = self.base(p, q.item)
+            if not a.ok:
+                out.append({**base, **a.error_fields()})
+                continue
+            out.extend(render(self, base, lambda a=a, q=q: [self.answered(p, q.item, a)]))
+        for key, sentence in got.problems:
+            out.append(
+                {
+                    "response_id": f"{p.name}/file-problem/{key}",
+                    "policy": p.name,
+                    "policy_kind": p.kind,
+                    "backend": got.backend,
+                    "model": got.model,
+                    "status": "error",
+                    "error": writable(sentence),
+                    "retryable": False,
+                }
+            )
         for r in out:
             r.setdefault("status", "ok")
             r.setdefault("stage_version", self.version)
         return self.to_table(out)
 
-    def base(self, p: PolicyConfig, im: dict[str, Any]) -> dict[str, Any]:
+    def base(self, p: ResponderConfig, im: dict[str, Any]) -> dict[str, Any]:
         return {
             "response_id": f"{p.name}/{im['reward_image_id']}",
             "policy": p.name,
@@ -138,13 +160,27 @@ class RewardResponses(Stage):
             **{k: im[k] for k in ("reward_image_id", "image_id", "generator", "label", "blob")},
         }
 
-    def answered(
-        self, p: PolicyConfig, im: dict[str, Any], verdict: str, expl: str, backend: str, model: str
-    ) -> dict[str, Any]:
-        return self.parsed(p, im, reply_of(verdict, expl), backend=backend, model=model)
+    def answered(self, p: Any, im: dict[str, Any], a: Answer) -> dict[str, Any]:
+        """One response row: a detector's verdict with its measured (or, not grounded, a
+        generic) explanation, a constant's or a file's verdict and sentence, or a model's
+        reply, all in the policy prompt's shape and read by ``parse_policy``."""
+        if a.detection is not None:
+            found = a.detection
+            grounded = getattr(p, "grounded", True)
+            expl = found.reasoning if grounded else generic(found.answer)
+            model = found.model + ("" if grounded else "-ungrounded")
+            reply = reply_of(found.answer, expl)
+            return self.parsed(p, im, reply, backend=found.backend, model=model)
+        if a.reply is None and a.verdict is not None:  # a constant: a generic sentence
+            reply = reply_of(a.verdict, generic(a.verdict))
+            return self.parsed(p, im, reply, **a.trace)
+        if p.kind == "file":
+            reply = reply_of(str(a.verdict).strip(), str(a.explanation))
+            return self.parsed(p, im, reply, **a.trace)
+        return self.parsed(p, im, a.reply or "", **a.trace)
 
     def parsed(
-        self, p: PolicyConfig, im: dict[str, Any], reply: str, **trace: Any
+        self, p: ResponderConfig, im: dict[str, Any], reply: str, **trace: Any
     ) -> dict[str, Any]:
         got = parse_policy(reply)
         return {
@@ -156,86 +192,6 @@ class RewardResponses(Stage):
             "parse_error": got.reason,
             **trace,
         }
-
-    def failed(
-        self, p: PolicyConfig, im: dict[str, Any], msg: str, retryable: bool
-    ) -> dict[str, Any]:
-        return {
-            **self.base(p, im),
-            "status": "error",
-            "error": writable(msg),
-            "retryable": retryable,
-        }
-
-    # -- detector ------------------------------------------------------------------------
-    def detector(
-        self, p: PolicyConfig, images: list[dict[str, Any]], train: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        d = DetectorConfig(name=p.name, classifier=p.classifier, train_per_class=p.train_per_class)
-        try:
-            det = trained_detector(self.ctx, d, train)
-        except StageRowError as e:
-            return [self.failed(p, im, str(e), e.retryable) for im in images]
-        out = []
-        for im in images:
-            try:
-                found = det.explain(decode_rgb(self.ctx.store.get_blob(im["blob"])))
-                expl = found.reasoning if p.grounded else generic(found.answer)
-                model = found.model + ("" if p.grounded else "-ungrounded")
-                out.append(self.answered(p, im, found.answer, expl, found.backend, model))
-            except (ConfigurationError, ContractError):
-                raise
-            except Exception as e:  # noqa: BLE001 - one bad image must not fail the shard
-                out.append(self.failed(p, im, describe(e), True))
-        return out
-
-    # -- llm ------------------------------------------------------------------------------
-    def model(self, p: PolicyConfig, images: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        assert p.llm is not None
-        out, asks = [], []
-        for im in images:
-            try:
-                png = self.ctx.store.get_blob(im["blob"])
-            except Exception as e:  # noqa: BLE001 - a missing blob is this image's error
-                out.append(self.failed(p, im, describe(e), True))
-                continue
-            rid = f"{p.name}/{im['reward_image_id']}"
-            req = request(self.name, rid, TEMPLATE, None, images=[png], response_model=None)  # type: ignore[arg-type]
-            asks.append((im, req))
-        got = call_validated(self.ctx, self.name, p.llm, [(r, _no_check) for _, r in asks], 1)
-        for im, req in asks:
-            o = got[req.item_id]
-            if not o.result.ok:
-                out.append({**self.base(p, im), **o.trace(), "reply": o.result.text or None})
-                continue
-            out.append(self.parsed(p, im, o.result.text or "", **o.trace()))
-        return out
-
-    # -- file -------------------------------------------------------------------------------
-    def from_file(self, p: PolicyConfig, images: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        assert p.path
-        preds, problems = read_predictions(p.path, {im["reward_image_id"] for im in images})
-        name = Path(p.path).name
-        out: list[dict[str, Any]] = []
-        for im in images:
-            pr = preds.get(im["reward_image_id"])
-            if pr is not None:
-                reply = reply_of(str(pr["answer"]).strip(), str(pr["explanation"]))
-                out.append(self.parsed(p, im, reply, backend="file", model=name))
-        for cls, sentence in problems.items():
-            out.append(
-                {
-                    "response_id": f"{p.name}/file-problem/{cls}",
-                    "policy": p.name,
-                    "policy_kind": p.kind,
-                    "backend": "file",
-                    "model": name,
-                    "status": "error",
-                    "error": writable(sentence),
-                    "retryable": False,
-                }
-            )
-        return out
 
 
 def generic(verdict: str) -> str:
