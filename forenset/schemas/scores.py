@@ -19,8 +19,6 @@ SCORE_FIELDS: tuple[pa.Field, ...] = (
     pa.field("ci_low", F64),  # bootstrap percentile interval (``intervals``), null with ci_reason
     pa.field("ci_high", F64),
     pa.field("ci_reason", S),  # why there is no interval (null value, n < 2, no per-item data)
-    pa.field("model", S),  # the model or library that computed the value
-    pa.field("backend", S),  # offline | the backend of that model
     pa.field("reason", S),  # why value is null
     # non-null when the value is not meaningful (one class in the set, n below intervals.min_n):
     # displays show "not meaningful (caveat)" instead of the number
@@ -32,6 +30,8 @@ SCORE_NAMES = tuple(f.name for f in SCORE_FIELDS)
 
 def long_score_schema(*group_fields: str | pa.Field) -> pa.Schema:
     """``score_id`` (the group key and the metric), the family's group fields (a name is a
-    string column), the score columns and the stage trace columns."""
+    string column), the score columns and the stage trace columns. The trace's ``model`` and
+    ``backend`` name who computed the row's value (the metric's model or library, ``offline``
+    or the backend of that model), so they are not repeated among the score columns."""
     fields = [f if isinstance(f, pa.Field) else pa.field(f, S) for f in group_fields]
     return stage_schema(pa.field("score_id", S, nullable=False), *fields, *SCORE_FIELDS)
