@@ -8,6 +8,7 @@ A null metric is a dash with its reason; model-based metrics name the model that
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +55,7 @@ class Table5:
         return self.table.note_lines()
 
 
-def meaningful(row: dict[str, Any] | None) -> float | None:
+def meaningful(row: Mapping[str, Any] | None) -> float | None:
     """The value of a long row when it may be shown as a result (not null, no caveat)."""
     if row is None or row.get("caveat"):
         return None
@@ -122,7 +123,7 @@ def robustness(con: Any) -> Robustness | None:
     )
     out = Robustness(t)
     for (det, track, eval_set, kind, group), got in sorted(t.cells.items()):
-        acc = meaningful(got.get("accuracy"))  # type: ignore[arg-type]
+        acc = meaningful(got.get("accuracy"))
         if acc is None:
             continue
         series = f"{det}/{track} {eval_set.upper()}"
