@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 
 from forenset.backends.llm.types import LLMSettings
 from forenset.benchmarks.common.responders import make, responder_list_item
+from forenset.benchmarks.common.scoring.intervals import IntervalsConfig
 from forenset.confbase import Strict
 from forenset.perturbations.registry import FAMILIES
 
@@ -86,6 +87,8 @@ class EvaluationConfig(Strict):
     tracks: list[Literal["complex", "simple"]] = ["complex", "simple"]
     detectors: list[Detector] = [make("evaluation", "detector", name="forensic")]
     scorers: ScorersConfig = ScorersConfig()
+    # bootstrap intervals and the minimum n of every eval_scores value (docs/evaluation.md)
+    intervals: IntervalsConfig = IntervalsConfig()
     # re-sharing levels of every drawn sample: 0 = the clean image, 1-3 = propagated copies
     propagation: list[int] = [0]
     # catalogue perturbations of every drawn sample, per family and severity (none by default)

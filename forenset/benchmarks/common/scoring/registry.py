@@ -1,0 +1,72 @@
+"""The metrics of each benchmark family, in display order: one line per built-in metric.
+
+A line maps the metric's name to ``"module:attribute"`` of its scorer (imported on first use, so
+listing names loads no model code). Adding a metric = its scorer module + one line here
+(CONTRIBUTING, "Adding a metric"); :func:`register` adds one at run time (a plugin, a test).
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+
+from forenset.benchmarks.common.scoring.protocol import Scorer
+
+BUILTIN: dict[str, dict[str, str]] = {
+    "evaluation": {  # XPlainVerse Table 5, in the paper's order after the detection scores
+        "f1": "forenset.benchmarks.evaluation.scorers.table5:F1_SCORE",
+        "accuracy": "forenset.benchmarks.evaluation.scorers.table5:ACCURACY",
+        "entity_score": "forenset.benchmarks.evaluation.scorers.table5:ENTITY_SCORE",
+        "evidence_score": "forenset.benchmarks.evaluation.scorers.table5:EVIDENCE_SCORE",
+        "bertscore_f1": "forenset.benchmarks.evaluation.scorers.table5:BERTSCORE_F1",
+        "sle": "forenset.benchmarks.evaluation.scorers.table5:SLE",
+    },
+}
+_REGISTERED: dict[str, dict[str, Scorer]] = {}
+
+
+class UnknownMetric(KeyError):
+    """A metric name that no family lists."""
+
+
+@cache
+def _load(target: str) -> Scorer:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+def register(family: str, scorer: Scorer) -> Scorer:
+    """Add ``scorer`` to ``family`` after its built-ins (replacing one of the same name)."""
+    if not isinstance(scorer, Scorer):
+        raise TypeError(f"{scorer!r} does not implement the Scorer protocol")
+    _REGISTERED.setdefault(family, {})[scorer.name] = scorer
+    return scorer
+
+
+def unregister(family: str, name: str) -> None:
+    _REGISTERED.get(family, {}).pop(name, None)
+
+
+def families() -> list[str]:
+    return sorted(set(BUILTIN) | set(_REGISTERED))
+
+
+def metric_names(family: str) -> list[str]:
+    return list(dict.fromkeys([*BUILTIN.get(family, {}), *_REGISTERED.get(family, {})]))
+
+
+def scorer(family: str, name: str) -> Scorer:
+    if name in _REGISTERED.get(family, {}):
+        return _REGISTERED[family][name]
+    target = BUILTIN.get(family, {}).get(name)
+    if target is None:
+        raise UnknownMetric(f"{family} has no metric {name!r}; known: {metric_names(family)}")
+    got = _load(target)
+    if getattr(got, "name", None) != name:
+        raise TypeError(f"{target} is named {getattr(got, 'name', None)!r}, registered as {name!r}")
+    return got
+
+
+def scorers(family: str) -> tuple[Scorer, ...]:
+    """Every metric of ``family`` in display order (built-ins first)."""
+    return tuple(scorer(family, n) for n in metric_names(family))

@@ -1,0 +1,99 @@
+"""CONTRIBUTING's "Adding a metric" recipe, executed as written: the module block becomes a
+module of the evaluation family's scorers package (in a temporary folder on its package path)
+and the registry line is added to ``BUILTIN`` where the recipe puts it; the new metric must then
+be scored in the long table and shown by the pivot the CLI and report use."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import forenset.benchmarks.evaluation.scorers as eval_scorers
+from forenset.benchmarks.common import scoring
+from forenset.benchmarks.common.scoring import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULE = "forenset.benchmarks.evaluation.scorers.explanation_words"
+
+
+def recipe() -> dict[str, str]:
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    part = text[text.index("## Adding a metric") :]
+    part = part[: part.index("\n## ", 3)]
+    blocks = re.findall(r"```python\n(.*?)```", part, re.S)
+    out = {}
+    for body in blocks:
+        if "ItemMean(" in body:
+            out["module"] = body
+        elif '"evaluation": {' in body:
+            out["registry"] = body
+    assert set(out) == {"module", "registry"}, sorted(out)
+    return out
+
+
+@pytest.fixture
+def words_metric(tmp_path, monkeypatch):
+    r = recipe()
+    folder = tmp_path / "scorers"
+    folder.mkdir()
+    (folder / "explanation_words.py").write_text(r["module"])
+    monkeypatch.setattr(eval_scorers, "__path__", [*eval_scorers.__path__, str(folder)])
+    name, target = re.search(r'"(explanation_words)": "([\w.:]+)"', r["registry"]).groups()
+    after = re.search(r'"(\w+)": "[\w.:]+",\n\s+"explanation_words"', r["registry"]).group(1)
+    family = {}
+    for k, v in registry.BUILTIN["evaluation"].items():
+        family[k] = v
+        if k == after:
+            family[name] = target
+    monkeypatch.setitem(registry.BUILTIN, "evaluation", family)
+    yield name
+    sys.modules.pop(MODULE, None)
+    registry._load.cache_clear()
+
+
+def test_the_recipe_metric_is_scored_and_pivoted(words_metric):
+    names = scoring.metric_names("evaluation")
+    assert names.index(words_metric) == names.index("sle") + 1
+    items = [
+        {"label": "fake", "answer": "fake", "explanation": "warped hands and odd text"},
+        {"label": "real", "answer": "real", "explanation": "consistent light"},
+        {"label": "real", "answer": "fake", "explanation": None},
+    ]
+    rows = scoring.score_rows(
+        {"detector": "d", "track": "complex"}, "d/complex", items, scoring.scorers("evaluation"),
+        scoring.IntervalsConfig(min_n=1), seed=0,
+    )  # fmt: skip
+    (w,) = [r for r in rows if r["metric"] == words_metric]
+    assert w["value"] == pytest.approx((5 + 2 + 0) / 3) and w["n"] == 3
+    assert w["ci_low"] <= w["value"] <= w["ci_high"]
+    p = scoring.pivot(rows, ["detector", "track"], scoring.scorers("evaluation"))
+    assert p.headers[-1] == "words"
+    assert p.rows[0][-1].startswith(f"{w['value']:.3f} [")
+
+
+def test_the_recipe_metric_reaches_the_stage_cli_and_report(words_metric, tmp_path):
+    """Built by eval_scores (no stage change), printed by ``forenset eval`` and the report."""
+    from typer.testing import CliRunner
+
+    from forenset.cli import app
+    from forenset.report.html import evaluation_section
+    from forenset.store.views import connect
+    from tests.stages.test_eval_scores import ITEMS, run_stage
+
+    store, _, _, out = run_stage(tmp_path)
+    a = out["d1/complex/id/all=all"]
+    texts = [cx for es, *_x, cx, _sx in ITEMS if es == "id"]
+    want = sum(len((t or "").split()) for t in texts) / len(texts)
+    assert a[words_metric] == pytest.approx(want) and a[f"{words_metric}_n"] == len(texts)
+    assert a[f"{words_metric}_ci_low"] <= a[words_metric] <= a[f"{words_metric}_ci_high"]
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    header = next(ln for ln in res.output.splitlines() if "detector" in ln)
+    assert header.rstrip(" ┃|").endswith("words")
+    row = next(ln for ln in res.output.splitlines() if "complex" in ln and " ID " in ln)
+    assert f"{a[words_metric]:.3f} [" in row
+    section = evaluation_section(store, connect(store, ["eval_scores"]))
+    assert "<th>words</th>" in section
