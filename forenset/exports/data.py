@@ -20,21 +20,24 @@ from forenset.store.run_store import RunStore
 SPLITS = ("train", "validation", "test")
 
 
-def verdict_source() -> tuple[str, str]:
+def verdict_source(store: RunStore | None = None) -> tuple[str, str]:
     """(table, score column) with Edit-Check's final verdict + ``keep`` per candidate.
 
-    The registry's first gate (``Stage.gate``: verdicts, several judges per candidate,
-    aggregated) keeps it as ``score``; a registry without gates had it in ``judgments`` as
+    The first gate (``Stage.gate``: verdicts, several judges per candidate, aggregated) keeps it
+    as ``score``: of the run as its build recorded them when ``store`` is given, else (or when
+    the run records none) of the registry. Without gates it was in ``judgments`` as
     ``final_score``. Later gates narrow what reaches splits, which the export reads.
     """
     from forenset.stages import gate_names
+    from forenset.store.views import gate_tables
 
-    gates = gate_names()
+    # a run with no gate rows recorded yet (an empty build) asks the registry
+    gates = (gate_tables(store) if store is not None else []) or gate_names()
     return (gates[0], "score") if gates else ("judgments", "final_score")
 
 
-def tables() -> list[str]:
-    return ["sources", verdict_source()[0], "splits", "perturbations", "explanations"]
+def tables(store: RunStore | None = None) -> list[str]:
+    return ["sources", verdict_source(store)[0], "splits", "perturbations", "explanations"]
 
 
 SAMPLES_SQL = """
@@ -79,8 +82,8 @@ def load_samples(store: RunStore) -> list[dict[str, Any]]:
     """All ok samples (sorted by split, sample id) with explanations, licence and perturbed variants."""
     from forenset.store.views import connect
 
-    table, score = verdict_source()
-    con = connect(store, tables())
+    table, score = verdict_source(store)
+    con = connect(store, tables(store))
     cur = con.execute(SAMPLES_SQL.format(verdicts=table, score=score))
     cols = [d[0] for d in cur.description]
     samples = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]

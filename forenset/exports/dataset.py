@@ -44,7 +44,7 @@ def export_fingerprint(store: RunStore, settings: ExportSettings) -> tuple[str, 
 
     inputs = {
         n: _digest([[s.path, s.fingerprint, s.content_id] for s in store.manifest(n)])
-        for n in tables()
+        for n in tables(store)
     }
     return _digest([EXPORT_VERSION, inputs, settings.model_dump(mode="json")]), inputs
 

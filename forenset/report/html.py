@@ -140,7 +140,7 @@ def counts_section(store: RunStore, con: Any) -> str:
 
 def discard_section(con: Any, gates: Sequence[str] = ()) -> str:
     """Edit-Check's discard rates, then one line per later gate of the run (``gates``)."""
-    vt = verdict_source()[0]
+    vt = gates[0] if gates else verdict_source()[0]
     out = "<h2>Edit-Check: discard rates</h2>"
     from forenset.stats import discard_line, gate_line
 
@@ -481,7 +481,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
     seed = build_seed(store)
     # Every table of the run, as `forenset query` and `status --details` see them: the sections
     # (forenset.stats above all) query many stages, and a hand-kept subset fell out of date.
-    con = connect(store, list(dict.fromkeys([*table_names(store), verdict_source()[0]])))
+    con = connect(store, list(dict.fromkeys([*table_names(store), verdict_source(store)[0]])))
     samples = load_samples(store)
     parts = [
         counts_section(store, con),

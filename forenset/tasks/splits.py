@@ -71,7 +71,9 @@ class _ReadsLastGate:
     def __get__(self, obj: object, owner: type | None = None) -> tuple[str, ...]:
         from forenset.stages import final_gate
 
-        return ("captions", final_gate(), "candidates")  # candidates: text-to-image shards only
+        # an instance keeps the gate it found (the scheduler reads ``inputs`` often)
+        gate = getattr(obj, "last_gate", None) or final_gate()
+        return ("captions", gate, "candidates")  # candidates: text-to-image shards only
 
 
 # What splits reads of the last gate: the candidate columns every gate carries, and ``keep``.
@@ -92,8 +94,7 @@ class Splits(Stage):
 
     def __init__(self, ctx: StageContext):
         super().__init__(ctx)
-        self.inputs = type(self).inputs  # resolved once per instance (the scheduler reads it often)
-        self.last_gate = self.inputs[1]
+        self.last_gate: str = type(self).inputs[1]
 
     @classmethod
     def columns_of(cls, upstream: str) -> tuple[str, ...]:
