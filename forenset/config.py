@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, create_model, model_validator
@@ -240,7 +240,12 @@ def assemble() -> type[BuildSettings]:
     )
 
 
-BuildConfig: type[BuildSettings] = assemble()
+if TYPE_CHECKING:
+    # To the type checker the assembled class is its base: the stage sections are typed where
+    # they are read, by each stage's config type (``Stage[C].cfg``, ``Stage.config_of``).
+    BuildConfig = BuildSettings
+else:
+    BuildConfig = assemble()
 
 
 def _loc(err: dict[str, Any]) -> str:

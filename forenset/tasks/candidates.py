@@ -59,7 +59,7 @@ def _unique_names(generators: list[GeneratorConfig]) -> list[GeneratorConfig]:
 GeneratorPool = Annotated[list[GeneratorConfig], AfterValidator(_unique_names)]
 
 
-class Candidates(Stage):
+class Candidates(Stage[list[GeneratorConfig]]):
     """Edits (instructions x edit generators), text-to-image images (prompts x t2i generators)
     and imported edits made elsewhere (captioned photos x ``external`` generators)."""
 

@@ -123,7 +123,7 @@ class CaptionsModel(ModelStrategy):
         return out
 
 
-class Captions(StrategyStage):
+class Captions(StrategyStage[CaptionsConfig]):
     name = "captions"
     config_model = CaptionsConfig
     version = "2"

@@ -147,7 +147,7 @@ class DiffsModel(ModelStrategy):
         return out
 
 
-class Diffs(StrategyStage):
+class Diffs(StrategyStage[DiffsConfig]):
     name = "diffs"
     config_model = DiffsConfig
     version = "3"

@@ -295,7 +295,7 @@ class ExplanationsModel(ModelStrategy):
         return out
 
 
-class Explanations(SplitPartitioned, StrategyStage):
+class Explanations(SplitPartitioned[ExplanationsConfig], StrategyStage[ExplanationsConfig]):
     name = "explanations"
     config_model = ExplanationsConfig
     version = "3"  # 3: one try per kind offline (a failed simple text keeps the complex one)

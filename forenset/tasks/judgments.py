@@ -165,7 +165,7 @@ class JudgmentsModel(ModelStrategy):
         return out
 
 
-class Judgments(StrategyStage):
+class Judgments(StrategyStage[JudgmentsConfig]):
     name = "judgments"
     config_model = JudgmentsConfig
     version = "4"  # 4: strength-aware rule judge, measurements / pixel_category columns

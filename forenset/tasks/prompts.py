@@ -135,7 +135,7 @@ class PromptsModel(ModelStrategy):
         return self.stage.deduped(out)
 
 
-class Prompts(StrategyStage):
+class Prompts(StrategyStage[PromptsConfig]):
     name = "prompts"
     config_model = PromptsConfig
     version = "1"

@@ -148,7 +148,7 @@ class ScenariosModel(ModelStrategy):
         return self.convert(item, o, partial(self.scenarios, cat, o))
 
 
-class Scenarios(StrategyStage):
+class Scenarios(StrategyStage[ScenariosConfig]):
     name = "scenarios"
     config_model = ScenariosConfig
     version = "1"

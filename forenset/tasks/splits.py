@@ -19,7 +19,7 @@ from forenset.confbase import Strict
 from forenset.schemas.splits import SCHEMA
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
-from forenset.tasks.base import ShardSpec, Stage
+from forenset.tasks.base import C, ShardSpec, Stage
 
 
 class SplitsConfig(Strict):
@@ -61,9 +61,10 @@ FAKE_COLUMNS = (
 )
 
 
-class Splits(Stage):
+class Splits(Stage[SplitsConfig]):
     name = "splits"
     config_model = SplitsConfig
+    reads_config = ("generators",)  # the edit generators (planning)
     version = "2"
     inputs = ("captions", "verdicts", "candidates")  # candidates: text-to-image shards only
     input_columns = {
@@ -90,8 +91,14 @@ class Splits(Stage):
 
     def edit_generators(self) -> list[str]:
         """The generators that edit every instructions shard (their verdicts share its id)."""
-        pool = getattr(self.ctx.config, "generators", None) or []
-        return sorted(g.name for g in pool if "edit" in g.tasks())
+        from forenset.tasks.candidates import Candidates
+
+        return sorted(g.name for g in self.config_of(Candidates) if "edit" in g.tasks())
+
+    def read_config_view(self, section: str, value: object) -> None:
+        """The pool's edit generators decide how shards are planned (``plan_edits``); what that
+        changes is in the shard ids and params, so the pool itself is not fingerprinted here."""
+        return None
 
     def plan_edits(self, upstream: ShardInfo, editors: list[str]) -> list[ShardSpec]:
         """One instructions shard's edits, once every edit generator's verdicts of it are in:
@@ -216,7 +223,7 @@ class Splits(Stage):
         return self.to_table(out)
 
 
-class SplitPartitioned(Stage):
+class SplitPartitioned(Stage[C]):
     """Base for stages that map over splits shards, one output shard per split value."""
 
     inputs = ("splits",)

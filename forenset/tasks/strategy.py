@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import pyarrow as pa
 
@@ -37,6 +37,17 @@ from forenset.tasks.base import (
 from forenset.tasks.modelcall import Outcome, Validator, call_validated
 
 T = TypeVar("T")
+
+
+class ModelConfig(Protocol):
+    """A model stage's config: ``llm`` set picks the model path (``ModelStageConfig`` and the
+    scenario and prompt stages' configs)."""
+
+    @property
+    def llm(self) -> LLMSettings | None: ...
+
+
+MC = TypeVar("MC", bound=ModelConfig)  # a strategy stage's config type
 
 # How an error row names a model reply that could not be turned into rows.
 UNUSABLE = "unusable model reply"
@@ -179,7 +190,7 @@ class ModelStrategy(Strategy):
         return {**trace, **self.stage.error_row(row, message, retryable)}
 
 
-class StrategyStage(Stage):
+class StrategyStage(Stage[MC]):
     """A stage with an offline algorithm and a model path; the config picks one, here only."""
 
     offline_strategy: ClassVar[type[OfflineStrategy]]

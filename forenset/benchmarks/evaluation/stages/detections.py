@@ -92,7 +92,7 @@ def detector_config(d: DetectorConfig) -> dict[str, Any]:
     return view
 
 
-class Detections(Stage):
+class Detections(Stage[EvaluationConfig]):
     name = "detections"
     version = "2"
     inputs = ("splits", "eval_sets")

@@ -64,7 +64,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from forenset.benchmarks.common.scorers.types import Score, null_score
-from forenset.benchmarks.evaluation.config import EVAL_SETS
+from forenset.benchmarks.evaluation.config import EVAL_SETS, EvaluationConfig
 from forenset.benchmarks.evaluation.schemas.eval_scores import EXPLANATION_METRICS, SCHEMA
 from forenset.confbase import fingerprint_view
 from forenset.store.run_store import ShardInfo
@@ -138,7 +138,7 @@ def _metric_columns(score: Score) -> dict[str, Any]:
     }
 
 
-class EvalScores(Stage):
+class EvalScores(Stage[EvaluationConfig]):
     name = "eval_scores"
     version = "3"
     inputs = ("detections", "explanations", "eval_sets")

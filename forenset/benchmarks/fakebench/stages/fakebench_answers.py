@@ -136,7 +136,7 @@ def _no_check(parsed: Any) -> list[str]:
     return []
 
 
-class FakeBenchAnswers(Stage):
+class FakeBenchAnswers(Stage[FakeBenchConfig]):
     name = "fakebench_answers"
     version = "2"
     inputs = ("splits", "fakebench_items")

@@ -64,7 +64,7 @@ def ranked(rows: list[dict[str, Any]], seed: int, n: int) -> list[dict[str, Any]
     return sorted(rows, key=key)[:n]
 
 
-class FakeBenchItems(Stage):
+class FakeBenchItems(Stage[FakeBenchConfig]):
     name = "fakebench_items"
     version = "1"
     inputs = ("splits", "diffs")

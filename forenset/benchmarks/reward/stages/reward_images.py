@@ -47,7 +47,7 @@ def square(img: np.ndarray, size: int) -> Image.Image:
     return out.resize((size, size), Image.Resampling.LANCZOS) if s > size else out
 
 
-class RewardImages(Stage):
+class RewardImages(Stage[RewardConfig]):
     name = "reward_images"
     version = "1"
     inputs = ("captions",)

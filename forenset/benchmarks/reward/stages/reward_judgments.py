@@ -44,7 +44,7 @@ def judge_config(j: JudgeConfig, swap: bool) -> dict[str, Any]:
     return view
 
 
-class RewardJudgments(Stage):
+class RewardJudgments(Stage[RewardConfig]):
     name = "reward_judgments"
     version = "1"
     inputs = ("reward_triplets",)

@@ -60,7 +60,7 @@ def reply_of(verdict: str, explanation: str) -> str:
     return f"{verdict.capitalize()}. {explanation}".strip()
 
 
-class RewardResponses(Stage):
+class RewardResponses(Stage[RewardConfig]):
     name = "reward_responses"
     version = "1"
     inputs = ("splits", "reward_images")
