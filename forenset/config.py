@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -235,7 +236,7 @@ def _stage_sections() -> dict[str, Any]:
 
 def assemble() -> type[BuildSettings]:
     """The build config model of the stages registered now (built-ins and installed plugins)."""
-    return create_model(  # type: ignore[call-overload]
+    return create_model(
         "BuildConfig", __base__=BuildSettings, __module__=__name__, **_stage_sections()
     )
 
@@ -248,7 +249,7 @@ else:
     BuildConfig = assemble()
 
 
-def _loc(err: dict[str, Any]) -> str:
+def _loc(err: Mapping[str, Any]) -> str:
     return ".".join(str(p) for p in err.get("loc", ()) if not str(p).startswith("function-"))
 
 

@@ -22,6 +22,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import pyarrow as pa
@@ -314,7 +315,7 @@ class RowStage(Stage[C]):
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         out: list[dict[str, Any]] = []
         for row in batch.to_pylist():
-            out.extend(isolate(self, row, lambda row=row: self.process_row(row, shard)))
+            out.extend(isolate(self, row, partial(self.process_row, row, shard)))
         return self.to_table(out)
 
 

@@ -285,10 +285,10 @@ class ExplanationsModel(ModelStrategy):
                 )
                 continue
             simple = partial(self.simple, row, rows[0]["text"])
-            req = self.prepare(keyed(row, "simple"), out, simple)
-            if req is not None:
-                meta[req.item_id] = (row, "simple", ents)
-                second.append((req, self.checker("simple", ents)))
+            simple_req = self.prepare(keyed(row, "simple"), out, simple)
+            if simple_req is not None:
+                meta[simple_req.item_id] = (row, "simple", ents)
+                second.append((simple_req, self.checker("simple", ents)))
         for item_id, o in (self.call(second, self.cfg.llm) if second else {}).items():
             row, kind, ents = meta[item_id]
             out.extend(self.convert(keyed(row, kind), o, partial(self.record, row, kind, ents, o)))

@@ -174,7 +174,7 @@ class Sources(RowStage[SourcesConfig]):
             for n, rec in enumerate(readers.read_csv(table, ("path",))):
                 cell = (rec.get("path") or "").strip()
                 uri = readers.join(base, cell) if cell else f"{table}#row={n}"
-                item = {
+                item: dict[str, Any] = {
                     "source": "csv",
                     "name": posixpath.basename(uri),
                     "uri": uri,
