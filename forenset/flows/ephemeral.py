@@ -116,6 +116,7 @@ def stop_with_this_process(pid: int | None) -> None:
             _state["watchdog"] = watchdog
             pids.clear()
         if pid is not None and pid not in pids:
+            assert watchdog.stdin is not None  # started with stdin=PIPE
             watchdog.stdin.write(f"{pid}\n")
             watchdog.stdin.flush()
             pids.add(pid)

@@ -475,11 +475,11 @@ class InstructionsModel(ModelStrategy):
             ratings = []
             for image_id, its in list(sets.items()):
                 row = asks[image_id][0]
-                made = self.from_replies(row, done[image_id], out, partial(self.rating, row, its))
-                if made is None:
+                rating = self.from_replies(row, done[image_id], out, partial(self.rating, row, its))
+                if rating is None:
                     del sets[image_id]  # the photo is an error row in out
                 else:
-                    ratings.append(made)
+                    ratings.append(rating)
             rated = self.call(ratings)
         for image_id, its in sets.items():
             row, o, r = asks[image_id][0], done[image_id], rated.get(image_id)

@@ -166,7 +166,11 @@ class Sources(RowStage[SourcesConfig]):
         for folder in c.folders:
             policy = self.policy(folder)
             for uri in readers.list_files(folder, exts):
-                item = {"source": "folder", "name": posixpath.basename(uri), "uri": uri}
+                item: dict[str, Any] = {
+                    "source": "folder",
+                    "name": posixpath.basename(uri),
+                    "uri": uri,
+                }
                 items.append(self._refuse(item, policy))
         for table in c.csv:
             base = readers.parent(table)
@@ -174,7 +178,7 @@ class Sources(RowStage[SourcesConfig]):
             for n, rec in enumerate(readers.read_csv(table, ("path",))):
                 cell = (rec.get("path") or "").strip()
                 uri = readers.join(base, cell) if cell else f"{table}#row={n}"
-                item: dict[str, Any] = {
+                item = {
                     "source": "csv",
                     "name": posixpath.basename(uri),
                     "uri": uri,

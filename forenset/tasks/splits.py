@@ -11,7 +11,7 @@ generators are kept once, under the first generator by name, with all of them in
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic import field_validator
@@ -40,7 +40,7 @@ class SplitsConfig(Strict):
         return v
 
 
-def assign_split(seed: int, image_id: str, fractions: Mapping[str, float]) -> str:
+def assign_split(seed: int, image_id: str, fractions: Mapping[Any, float]) -> str:
     u = derive_seed(seed, "splits", image_id) / float(1 << 63)
     acc = 0.0
     for name in ("train", "validation", "test"):
