@@ -46,7 +46,7 @@ def _records(text: str, is_csv: bool) -> list[tuple[int, dict[str, Any] | None, 
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec: Any = json.loads(line)
         except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             rec = None
         out.append((n, rec if isinstance(rec, dict) else None, line))
