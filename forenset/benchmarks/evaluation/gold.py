@@ -197,7 +197,7 @@ def gold_rows(doc: Any, fakes: set[str], file_hash: str) -> list[dict[str, Any]]
 
     for ti, task in enumerate(doc):
         if not isinstance(task, dict):
-            base = {"gold_id": f"t{ti}", "source_file_hash": file_hash}
+            base: dict[str, Any] = {"gold_id": f"t{ti}", "source_file_hash": file_hash}
             rows.append(bad(base, "not_a_task"))
             continue
         tid = _int(task.get("id"))
@@ -212,7 +212,7 @@ def gold_rows(doc: Any, fakes: set[str], file_hash: str) -> list[dict[str, Any]]
             and (sample is None or (isinstance(sample, str | int) and not isinstance(sample, bool)))
         )
         if not typed:
-            base: dict[str, Any] = {"gold_id": f"{tid if tid is not None else 't' + str(ti)}-task",
+            base = {"gold_id": f"{tid if tid is not None else 't' + str(ti)}-task",
                     "task_id": tid, "source_file_hash": file_hash}  # fmt: skip
             rows.append(bad(base, "wrong_type"))
             continue

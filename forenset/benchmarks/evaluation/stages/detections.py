@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,11 +126,12 @@ class Detections(Stage[EvaluationConfig]):
         partition: dict[str, str],
         inputs: list[ShardInfo],
         params: dict[str, Any],
+        config: Any = None,
     ) -> ShardSpec:
         """A detector's shard is fingerprinted by that detector only (and the tracks), so
         adding or changing one detector leaves the others' rows alone."""
         if "detector" not in params:
-            return super().spec(shard_id, partition, inputs, params)
+            return super().spec(shard_id, partition, inputs, params, config)
         d = self.detector(params["detector"])
         own = {"tracks": list(self.ecfg.tracks), "detector": detector_config(d)}
         return super().spec(shard_id, partition, inputs, params, config=own)
@@ -371,7 +373,7 @@ class VlmDetection(ModelStrategy):
                     TEMPLATES[track],
                     None,
                     images=[image],
-                    response_model=None,  # type: ignore[arg-type] - the reply is free text
+                    response_model=None,  # type: ignore[arg-type]  # the reply is free text
                 )
                 reqs.append((it, base, req))
         outcomes = self.ask([r for _, _, r in reqs])
@@ -380,7 +382,7 @@ class VlmDetection(ModelStrategy):
             if not o.result.ok:
                 out.append({**base, **o.trace(), "reply": o.result.text or None})
                 continue
-            out.extend(self.convert({**it, **base}, o, lambda o=o, base=base: self.row(base, o)))
+            out.extend(self.convert({**it, **base}, o, partial(self.row, base, o)))
         return out
 
     def ask(self, reqs: list[ChatRequest]) -> dict[str, Outcome]:

@@ -84,7 +84,7 @@ class RewardResponses(Stage[RewardConfig]):
     def stage_config(self) -> Any:
         return {"policies": [policy_config(p) for p in self.rcfg.policies]}
 
-    def spec(self, shard_id, partition, inputs, params, config=None):  # type: ignore[override]
+    def spec(self, shard_id, partition, inputs, params, config=None):
         """A policy's shard is fingerprinted by that policy only: adding or changing one policy
         leaves the others' responses alone."""
         if "policy" not in params:
@@ -200,7 +200,7 @@ class RewardResponses(Stage[RewardConfig]):
                 out.append(self.failed(p, im, describe(e), True))
                 continue
             rid = f"{p.name}/{im['reward_image_id']}"
-            req = request(self.name, rid, TEMPLATE, None, images=[png], response_model=None)  # type: ignore[arg-type]
+            req = request(self.name, rid, TEMPLATE, None, images=[png], response_model=None)
             asks.append((im, req))
         got = call_validated(self.ctx, self.name, p.llm, [(r, _no_check) for _, r in asks], 1)
         for im, req in asks:
