@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import yaml
 from pydantic import Field, ValidationError, create_model, model_validator
@@ -22,10 +22,15 @@ from forenset.exports.settings import ExportSettings
 from forenset.stages import stage_classes
 from forenset.store.storage import StorageConfig
 
+if TYPE_CHECKING:
+    from forenset.tasks.base import Stage
+
+T = TypeVar("T")
+
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "data" / "demo.yaml"
 
 
-__all__ = ["BuildConfig", "ConfigError", "RunnerConfig", "load_config", "validate_config"]
+__all__ = ["BuildConfig", "ConfigError", "RunnerConfig", "load_config", "section", "validate_config"]
 
 
 THREAD_TASK_SECONDS = 1.0  # default min_task_seconds of a thread runner
@@ -239,6 +244,13 @@ def assemble() -> type[BuildSettings]:
     return create_model(
         "BuildConfig", __base__=BuildSettings, __module__=__name__, **_stage_sections()
     )
+
+
+def section(cfg: BuildSettings, owner: type[Stage[T]]) -> T:
+    """``owner``'s section of a build config, typed by the stage's config type (what
+    ``Stage.cfg`` is inside the stage): code above the stages reads sections through it
+    (``section(cfg, Splits).fractions``), not by attribute of the assembled class."""
+    return cast(T, getattr(cfg, owner.config_section()))
 
 
 if TYPE_CHECKING:

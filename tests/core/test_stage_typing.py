@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 import pytest
 
-from forenset.config import BuildConfig, validate_config
+from forenset.config import BuildConfig, section, validate_config
 from forenset.stages import stage_classes
 from forenset.store.run_store import RunStore, ShardInfo
 from forenset.tasks.base import ContractError, Stage, StageContext
@@ -55,9 +55,9 @@ def test_every_stage_names_its_config_type(cls):
 
 @pytest.mark.parametrize("cls", stage_classes(), ids=lambda c: c.name)
 def test_read_sections_exist(cls):
-    for section in cls.reads_config:
-        assert section in BuildConfig.model_fields, f"{cls.name} reads unknown '{section}'"
-        assert section != cls.config_section(), f"{cls.name} lists its own section"
+    for name in cls.reads_config:
+        assert name in BuildConfig.model_fields, f"{cls.name} reads unknown '{name}'"
+        assert name != cls.config_section(), f"{cls.name} lists its own section"
 
 
 class Reader(Stage[SplitsConfig]):
@@ -91,6 +91,10 @@ def test_config_of_is_typed_by_the_owner_and_needs_a_declaration(tmp_path):
     assert [g.name for g in pool] == [g.name for g in c.config.generators]  # type: ignore[attr-defined]
     with pytest.raises(ContractError, match="without declaring it in reads_config"):
         Blind(c).config_of(Candidates)
+    # above the stages, the same typed read of a section
+    cfg = validate_config(small_config_dict(tmp_path))
+    assert section(cfg, Splits) is cfg.splits  # type: ignore[attr-defined]
+    assert section(cfg, Candidates) is cfg.generators  # type: ignore[attr-defined]
 
 
 def api(**over: Any) -> dict[str, Any]:

@@ -273,5 +273,8 @@ class OfflineEditor:
         """Strong generator artefacts: blocking from a very low JPEG quality plus grain."""
         u8 = np.clip(img, 0, 255).astype(np.uint8)
         ok, enc = cv2.imencode(".jpg", u8[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, 4])
-        out = cv2.imdecode(enc, cv2.IMREAD_COLOR)[..., ::-1].astype(np.float32)
+        dec = cv2.imdecode(enc, cv2.IMREAD_COLOR)
+        if dec is None:
+            raise RuntimeError("the artefact pass could not decode its own JPEG")
+        out = dec[..., ::-1].astype(np.float32)
         return out + rng.normal(0, 14, img.shape).astype(np.float32)
