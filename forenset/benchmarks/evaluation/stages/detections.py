@@ -373,7 +373,7 @@ class VlmDetection(ModelStrategy):
                     TEMPLATES[track],
                     None,
                     images=[image],
-                    response_model=None,  # type: ignore[arg-type]  # the reply is free text
+                    response_model=None,  # the reply is free text
                 )
                 reqs.append((it, base, req))
         outcomes = self.ask([r for _, _, r in reqs])

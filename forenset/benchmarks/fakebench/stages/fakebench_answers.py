@@ -313,7 +313,7 @@ class FakeBenchAnswers(Stage[FakeBenchConfig]):
                 tpl,
                 self.fcfg.prompts_dir,
                 images=[image],
-                response_model=None,  # type: ignore[arg-type]  # free text
+                response_model=None,  # free text
                 question=it["question"],
             )
             reqs.append(({**base, "reasons": self.reasons(it)}, req))

@@ -149,7 +149,7 @@ class RewardJudgments(Stage[RewardConfig]):
                 first, second = self.texts(t, order)
                 req = request(
                     self.name, base["judgment_id"], TEMPLATE, None, images=[png],
-                    response_model=None,  # type: ignore[arg-type]  # the reply is free text
+                    response_model=None,  # the reply is free text
                     prompt=prompt, first=first, second=second,
                 )  # fmt: skip
                 asks.append((base, req))
