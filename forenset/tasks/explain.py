@@ -67,7 +67,7 @@ def keyed(row: dict[str, Any], kind: str) -> dict[str, Any]:
     return {**row, "explanation_id": f"{row['sample_id']}-{kind}", "kind": kind}
 
 
-class ExplanationsOffline(OfflineStrategy):
+class ExplanationsOffline(OfflineStrategy["Explanations", ExplanationsConfig]):
     """Templates filled from the measured evidence, redrawn while validation fails."""
 
     stage: Explanations
@@ -147,7 +147,7 @@ class ExplanationsOffline(OfflineStrategy):
         return self.stage.error_row(key, describe(e), True)
 
 
-class ExplanationsModel(ModelStrategy):
+class ExplanationsModel(ModelStrategy["Explanations", ExplanationsConfig]):
     """Round 1: ``explain_complex`` (fake + real image) or ``explain_authenticity`` (real
     image); round 2: ``explain_simple`` conditioned on each accepted complex text."""
 

@@ -225,7 +225,7 @@ def executable(
     return it
 
 
-class InstructionsOffline(OfflineStrategy):
+class InstructionsOffline(OfflineStrategy["Instructions", InstructionsConfig]):
     """``offline_instructions`` over the caption's entity boxes, per photo, donors from the
     shard's other photos."""
 
@@ -303,7 +303,7 @@ class InstructionsOffline(OfflineStrategy):
 Ask = tuple[ChatRequest, Validator, list[dict[str, Any]], list[dict[str, Any]]]
 
 
-class InstructionsModel(ModelStrategy):
+class InstructionsModel(ModelStrategy["Instructions", InstructionsConfig]):
     """Round 1: ``edit_instructions`` per photo, its targets grounded on the caption entities
     (regenerated while one cannot be located); round 2: ``instruction_difficulty`` ratings."""
 

@@ -346,16 +346,16 @@ def _no_check(parsed: Any) -> list[str]:
     return []
 
 
-class VlmDetection(ModelStrategy):
+class VlmDetection(ModelStrategy["Detections", EvaluationConfig]):
     """One request per eval item per track through ``call_validated`` (one run_chat per round),
     the reply kept as text and parsed by ``parse_answer``."""
 
     def __init__(self, stage: Detections, d: DetectorConfig):
-        self.stage = stage  # type: ignore[assignment]
+        self.stage = stage
         self.d = d
 
     def run_items(self, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        st: Detections = self.stage  # type: ignore[assignment]
+        st: Detections = self.stage
         tracks = st.ecfg.tracks
         out: list[dict[str, Any]] = []
         reqs = []
@@ -389,7 +389,7 @@ class VlmDetection(ModelStrategy):
         """Each request's last outcome. With ``max_attempts`` above 1, a reply the parser
         cannot read is asked again (its reason appended, a new seed), and the last reply
         counts; the default 1 keeps the paper's zero-shot rule (unparseable = wrong)."""
-        st: Detections = self.stage  # type: ignore[assignment]
+        st: Detections = self.stage
         assert self.d.llm is not None
         original = {r.item_id: r for r in reqs}
         final: dict[str, Outcome] = {}
