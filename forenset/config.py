@@ -30,7 +30,14 @@ T = TypeVar("T")
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "data" / "demo.yaml"
 
 
-__all__ = ["BuildConfig", "ConfigError", "RunnerConfig", "load_config", "section", "validate_config"]
+__all__ = [
+    "BuildConfig",
+    "ConfigError",
+    "RunnerConfig",
+    "load_config",
+    "section",
+    "validate_config",
+]
 
 
 THREAD_TASK_SECONDS = 1.0  # default min_task_seconds of a thread runner
