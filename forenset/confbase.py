@@ -17,11 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import JsonDict
 from pydantic_core import to_jsonable_python
 
 from forenset.errors import ConfigError  # noqa: F401 - re-exported (config loading's name)
 
-NOT_FINGERPRINTED = {"fingerprint": False}
+NOT_FINGERPRINTED: JsonDict = {"fingerprint": False}
 
 
 class Strict(BaseModel):

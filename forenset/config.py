@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import yaml
 from pydantic import Field, ValidationError, create_model, model_validator
@@ -21,10 +22,22 @@ from forenset.exports.settings import ExportSettings
 from forenset.stages import stage_classes
 from forenset.store.storage import StorageConfig
 
+if TYPE_CHECKING:
+    from forenset.tasks.base import Stage
+
+T = TypeVar("T")
+
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "data" / "demo.yaml"
 
 
-__all__ = ["BuildConfig", "ConfigError", "RunnerConfig", "load_config", "validate_config"]
+__all__ = [
+    "BuildConfig",
+    "ConfigError",
+    "RunnerConfig",
+    "load_config",
+    "section",
+    "validate_config",
+]
 
 
 THREAD_TASK_SECONDS = 1.0  # default min_task_seconds of a thread runner
@@ -235,15 +248,27 @@ def _stage_sections() -> dict[str, Any]:
 
 def assemble() -> type[BuildSettings]:
     """The build config model of the stages registered now (built-ins and installed plugins)."""
-    return create_model(  # type: ignore[call-overload]
+    return create_model(
         "BuildConfig", __base__=BuildSettings, __module__=__name__, **_stage_sections()
     )
 
 
-BuildConfig: type[BuildSettings] = assemble()
+def section(cfg: BuildSettings, owner: type[Stage[T]]) -> T:
+    """``owner``'s section of a build config, typed by the stage's config type (what
+    ``Stage.cfg`` is inside the stage): code above the stages reads sections through it
+    (``section(cfg, Splits).fractions``), not by attribute of the assembled class."""
+    return cast(T, getattr(cfg, owner.config_section()))
 
 
-def _loc(err: dict[str, Any]) -> str:
+if TYPE_CHECKING:
+    # To the type checker the assembled class is its base: the stage sections are typed where
+    # they are read, by each stage's config type (``Stage[C].cfg``, ``Stage.config_of``).
+    BuildConfig = BuildSettings
+else:
+    BuildConfig = assemble()
+
+
+def _loc(err: Mapping[str, Any]) -> str:
     return ".".join(str(p) for p in err.get("loc", ()) if not str(p).startswith("function-"))
 
 

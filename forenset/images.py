@@ -47,7 +47,7 @@ def normalise(data: bytes, *, max_side: int, max_pixels: int, fast: bool = True)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            im = Image.open(io.BytesIO(data))
+            im: Image.Image = Image.open(io.BytesIO(data))
             w, h = im.size
             if w * h > max_pixels:
                 raise BadImage(
@@ -84,7 +84,7 @@ def normalise(data: bytes, *, max_side: int, max_pixels: int, fast: bool = True)
         size = _target_size(w, h, max_side)
         if (im.width > im.height) != (w > h):  # EXIF-transposed by a quarter turn
             size = size[::-1]
-        im = im.resize(size, Image.LANCZOS, reducing_gap=REDUCING_GAP if fast else None)
+        im = im.resize(size, Image.Resampling.LANCZOS, reducing_gap=REDUCING_GAP if fast else None)
         steps.append(f"resize_to_{im.width}x{im.height}")
     return Normalised(im, w, h, mode, fmt, steps)
 
@@ -108,7 +108,9 @@ def _from_draft(
         steps.append(f"exif_transpose({orient})")
     im = to_rgb8(im, steps)
     box = (0.0, 0.0, w / k, h / k)
-    im = im.resize(_target_size(w, h, max_side), Image.LANCZOS, box=box, reducing_gap=REDUCING_GAP)
+    im = im.resize(
+        _target_size(w, h, max_side), Image.Resampling.LANCZOS, box=box, reducing_gap=REDUCING_GAP
+    )
     if method is not None:
         im = im.transpose(method)
     steps.append(f"resize_to_{im.width}x{im.height}")

@@ -120,7 +120,7 @@ def pixel_differences(
     m = cv2.morphologyEx(changed.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
     m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, np.ones((k, k), np.uint8))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
-    regs = []
+    regs: list[dict[str, Any]] = []
     lum_a, lum_b = ga.astype(np.float32), gb.astype(np.float32)
     for i in range(1, n):
         x, y, bw, bh, cnt = stats[i]

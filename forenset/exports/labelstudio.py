@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -161,7 +161,8 @@ def export_labelstudio(
 ) -> dict[str, Any]:
     """Write triage + bbox task files and their labeling configs; returns counts."""
     refs = write_images(store, [s["blob"] for s in samples if s["label"] == "fake"], out)
-    triage, bbox = [], []
+    triage: list[dict[str, Any]] = []
+    bbox: list[dict[str, Any]] = []
     for s in samples:
         if s["label"] != "fake":  # §2.5: only generated samples are triaged and annotated
             continue
@@ -335,7 +336,7 @@ def _result_rows(results: list[Any], key: str, common: dict[str, Any]) -> list[d
     for ri, res in enumerate(results):
         rk = f"{key}-{ri}"
         if isinstance(res, dict) and res.get("type") == "textarea" and res.get("id"):
-            v = res.get("value") if isinstance(res.get("value"), dict) else {}
+            v = res["value"] if isinstance(res.get("value"), dict) else {}
             texts.append((rk, str(res["id"]), " ".join(str(t) for t in v.get("text") or [])))
             continue
         row = _result_row(res, rk, common)
@@ -394,11 +395,12 @@ def _result_row(res: Any, key: str, common: dict[str, Any]) -> dict[str, Any]:
         problem = _box_problem(v)
         if problem:
             return {**row, "status": "error", "error": problem}
-        row.update(
-            x=finite(v["x"]) / 100,
-            y=finite(v["y"]) / 100,
-            w=finite(v["width"]) / 100,
-            h=finite(v["height"]) / 100,
+        x, y, w, h = (cast(float, finite(v[k])) for k in ("x", "y", "width", "height"))
+        row.update(  # finite numbers: _box_problem refuses the rest
+            x=x / 100,
+            y=y / 100,
+            w=w / 100,
+            h=h / 100,
             rotation=finite(v.get("rotation") or 0.0),
         )
         bad = [c for c in labels if c not in ANOMALY_LABELS]

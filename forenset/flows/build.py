@@ -14,7 +14,7 @@ import contextvars
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forenset.config import BuildConfig, RunnerConfig
 from forenset.scheduler import (
@@ -31,6 +31,9 @@ from forenset.stages import stage_class, stage_names
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import ShardSpec, StageContext
 from forenset.worker import context_for, run_shards
+
+if TYPE_CHECKING:
+    from prefect.states import State
 
 # -- Prefect wiring ----------------------------------------------------------------------
 
@@ -146,7 +149,7 @@ _CONTROLS: dict[str, BuildControl] = {}
 
 async def build_flow_fn(
     run_uri: str, config: dict[str, Any], retry_errors: bool = False
-) -> dict[str, Any]:
+) -> dict[str, Any] | State[Any]:
     """Body of the Prefect flow: shard tasks for every pending shard, on each stage's runner.
 
     The flow is async only for Prefect's sake: the sync flow engine of Prefect 3.9 joins its
@@ -227,8 +230,8 @@ def _build(
 
     log = run_logger()
     watch_in_prefect_logs(control, log)
-    shard_task = task(
-        _shard_task_fn, name="shard", cache_policy=NO_CACHE, persist_result=False, retries=0
+    shard_task = task(name="shard", cache_policy=NO_CACHE, persist_result=False, retries=0)(
+        _shard_task_fn
     )
     names = stage_names()
     tasks = {
@@ -349,7 +352,7 @@ def watch_in_prefect_logs(control: BuildControl, log: Any) -> None:
 def _make_build_flow():
     from prefect import flow
 
-    return flow(build_flow_fn, name="forenset-build", log_prints=False, validate_parameters=False)
+    return flow(name="forenset-build", log_prints=False, validate_parameters=False)(build_flow_fn)
 
 
 build_flow = _make_build_flow()  # deployable: forenset/flows/build.py:build_flow

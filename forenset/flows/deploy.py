@@ -21,13 +21,16 @@ from __future__ import annotations
 import concurrent.futures as cf
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow
 
 from forenset.config import RunnerConfig
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import ShardSpec
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import FlowRun
 
 HEARTBEATS = "_heartbeats"
 
@@ -209,7 +212,9 @@ class DeploymentDispatcher:
 
         try:
             label = f"{stage_name}:{items[0][0].shard_id}+{len(items) - 1}"
-            fr = run_deployment(
+            assert self.rc.deployment is not None  # RunnerConfig refuses kind=deployment without
+            # run_deployment is sync-compatible: called from this thread it returns the FlowRun
+            fr: FlowRun = run_deployment(  # type: ignore[assignment]
                 self.rc.deployment,
                 parameters={
                     "stage_name": stage_name,

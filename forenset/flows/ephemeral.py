@@ -15,6 +15,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from typing import Any
 
 # The watchdog: stdlib only, so it starts in ~20 ms. Ctrl-C in a terminal reaches the whole
 # foreground group; the watchdog ignores it and waits for the pipe like any other ending.
@@ -53,7 +54,7 @@ send(live, signal.SIGKILL)
 """
 
 _lock = threading.Lock()
-_state: dict[str, object] = {}  # "watchdog": Popen, "pids": set of registered server pids
+_state: dict[str, Any] = {}  # "watchdog": Popen, "pids": set of registered server pids
 
 
 def reap_server_with_this_process() -> int | None:
@@ -101,9 +102,9 @@ def stop_with_this_process(pid: int | None) -> None:
     watchdog. The watchdog runs in its own session: a kill of this process's whole group (what
     a job scheduler does) leaves it alive to do its work."""
     with _lock:
-        pids: set[int] = _state.setdefault("pids", set())  # type: ignore[assignment]
+        pids: set[int] = _state.setdefault("pids", set())
         watchdog = _state.get("watchdog")
-        if watchdog is None or watchdog.poll() is not None:  # type: ignore[attr-defined]
+        if watchdog is None or watchdog.poll() is not None:
             watchdog = subprocess.Popen(
                 [sys.executable, "-c", _WATCHDOG],
                 stdin=subprocess.PIPE,
@@ -115,6 +116,7 @@ def stop_with_this_process(pid: int | None) -> None:
             _state["watchdog"] = watchdog
             pids.clear()
         if pid is not None and pid not in pids:
-            watchdog.stdin.write(f"{pid}\n")  # type: ignore[union-attr]
-            watchdog.stdin.flush()  # type: ignore[union-attr]
+            assert watchdog.stdin is not None  # started with stdin=PIPE
+            watchdog.stdin.write(f"{pid}\n")
+            watchdog.stdin.flush()
             pids.add(pid)

@@ -153,7 +153,7 @@ def snow(
     rng: np.random.Generator,
 ) -> np.ndarray:
     h, w = x.shape[:2]
-    layer = rng.normal(size=(h, w), loc=loc, scale=0.3).astype(np.float32)
+    layer: np.ndarray = rng.normal(size=(h, w), loc=loc, scale=0.3).astype(np.float32)
     layer = clipped_zoom(layer, zoom)
     layer[layer < threshold] = 0
     angle = float(rng.uniform(-135, -45))

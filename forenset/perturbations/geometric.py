@@ -53,7 +53,7 @@ class PerspectiveParams(OpParams):
 def perspective(img: np.ndarray, *, rng: np.random.Generator, jitter: float) -> np.ndarray:
     """Random homography: each corner moves up to ``jitter`` x size (OpenCV)."""
     h, w = img.shape[:2]
-    src = np.float32([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]])
+    src = np.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], dtype=np.float32)
     d = rng.uniform(-jitter, jitter, size=(4, 2)) * np.array([w, h])
     m = cv2.getPerspectiveTransform(src, (src + d).astype(np.float32))
     return cv2.warpPerspective(img, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=BORDER)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import JsonDict
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 
@@ -40,7 +41,7 @@ class OpParams(BaseModel):
 def sev_field(easy: float, hard: float, *, integer: bool = False, odd: bool = False) -> Any:
     """A numeric field whose value spans ``easy`` -> ``hard`` with severity 0 -> 1."""
     lo, hi = (easy, hard) if easy <= hard else (hard, easy)
-    extra = {"easy": easy, "hard": hard, "integer": integer, "odd": odd}
+    extra: JsonDict = {"easy": easy, "hard": hard, "integer": integer, "odd": odd}
     default = int(round(easy)) if integer else float(easy)
     if odd and default % 2 == 0:
         default += 1

@@ -61,7 +61,7 @@ def create_summary_artifact(stats: dict[str, Any], export: dict[str, Any]) -> No
             markdown=summary_markdown(stats, export),
             key="forenset-build-summary",
             description="Shards and rows per stage, and the export of this build.",
-            _sync=True,  # the build runs in a worker thread of an async flow: no loop here
+            _sync=True,  # type: ignore[call-arg]  # Prefect's sync_compatible switch, not in the signature: the build runs in a worker thread of an async flow, no loop here
         )
     except Exception as e:  # noqa: BLE001 - the build result stands even if the artifact fails
         log.warning("could not create the build summary artifact: %s", e)

@@ -10,7 +10,7 @@ import html
 import io
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ def _fig_uri(fig: Any) -> str:
     return png_data_uri(buf.getvalue())
 
 
-def bar_plot(labels: Sequence[str], values: Sequence[float], title: str, xlabel: str = "") -> str:
+def bar_plot(labels: Sequence[Any], values: Sequence[float], title: str, xlabel: str = "") -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -57,7 +57,7 @@ def bar_plot(labels: Sequence[str], values: Sequence[float], title: str, xlabel:
     return _fig_uri(fig)
 
 
-def hist_plot(series: dict[str, Sequence[float]], title: str, xlabel: str) -> str:
+def hist_plot(series: Mapping[str, Sequence[float]], title: str, xlabel: str) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -106,7 +106,7 @@ def counts_section(store: RunStore, con: Any) -> str:
     rows = []
     for name in names:
         shards = store.manifest(name)
-        c = Counter()
+        c: Counter[str] = Counter()
         for s in shards:
             c.update(s.counts)
         rows.append([name, len(shards), sum(s.rows for s in shards), c["ok"], c["error"]])
@@ -388,7 +388,7 @@ def _thumb(store: RunStore, blob: str | None, boxes: Sequence[Sequence[float]] =
     side = 256
     try:
         data = store.get_blob(blob) if blob else b""
-        im = Image.open(io.BytesIO(data))
+        im: Image.Image = Image.open(io.BytesIO(data))
         im.load()
     except (OSError, UnidentifiedImageError):
         return None

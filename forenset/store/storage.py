@@ -92,7 +92,7 @@ def default_storage() -> StorageConfig:
 def _credentials(block: str) -> dict[str, Any]:
     from prefect.blocks.system import Secret
 
-    value = Secret.load(block).get()
+    value = Secret.load(block).get()  # type: ignore[union-attr]  # sync_compatible: a Block, not a coroutine, outside an event loop
     if isinstance(value, str):
         value = json.loads(value)
     if not isinstance(value, dict):

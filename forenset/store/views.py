@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import duckdb
 import pyarrow as pa
 from fsspec import AbstractFileSystem
@@ -64,7 +66,7 @@ class _ShardFiles(MemoryFileSystem):
     store DuckDB's reads through fsspec cost a HEAD and ranged GETs per file and query."""
 
     protocol = ("forenset-shards",)
-    _strip_protocol = classmethod(AbstractFileSystem._strip_protocol.__func__)  # type: ignore[assignment]
+    _strip_protocol: Any = classmethod(AbstractFileSystem._strip_protocol.__func__)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

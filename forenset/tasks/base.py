@@ -7,6 +7,11 @@ the stage's job, so the scheduler only wires stages together. The declarations a
 ``read_inputs`` reads only ``input_columns``, ``check_partition`` refuses a shard whose
 partition or rows do not match ``partition_by``, and ``to_table`` refuses unknown keys (and,
 in strict mode, ok rows that leave a column out).
+
+A stage is generic in its config type (``class Captions(StrategyStage[CaptionsConfig])``), so
+``self.cfg`` is typed. Another stage's config section is read only if declared in
+``reads_config``, through ``config_of(OwnerStage)`` (typed by the owner's config type); what a
+stage reads of those sections is part of its shards' fingerprints (``read_config_view``).
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from functools import partial
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -75,21 +81,43 @@ class ShardSpec:
         )
 
 
+class BuildConfigView(Protocol):
+    """What stages and the scheduler read of the build config directly. The config class
+    (``forenset.config.BuildConfig``) is assembled above this layer from the stages' own config
+    models, so it is described here by the build-wide fields; stage sections are read through
+    ``Stage.cfg`` and ``Stage.config_of``."""
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def shard_size(self) -> int: ...
+
+    @property
+    def tune_allocator(self) -> bool: ...
+
+    def config_hash(self) -> str: ...
+
+
 @dataclass
 class StageContext:
-    """What a stage runs with: the run store and the build config (``forenset.config``'s
-    ``BuildConfig``, assembled from the stages above this layer, hence typed loosely here)."""
+    """What a stage runs with: the run store and the build config."""
 
     store: RunStore
-    config: Any
+    config: BuildConfigView
 
     @property
     def seed(self) -> int:
         return self.config.seed
 
 
-class Stage:
-    """Base class. Subclasses set the ClassVars and implement ``process`` (or ``process_row``)."""
+C = TypeVar("C")  # a stage's config type
+T = TypeVar("T")  # another stage's config type (``config_of``)
+
+
+class Stage(Generic[C]):
+    """Base class. Subclasses name their config type (``Stage[MyConfig]``), set the ClassVars and
+    implement ``process`` (or ``process_row``)."""
 
     name: ClassVar[str]
     version: ClassVar[str] = "1"
@@ -105,6 +133,9 @@ class Stage:
     config_model: ClassVar[Any] = None
     config_key: ClassVar[str | None] = None
     config_default: ClassVar[Any] = None
+    # Other stages' config sections this stage reads (``config_of``), by section name. What it
+    # reads of them is fingerprinted (``read_config_view``).
+    reads_config: ClassVar[tuple[str, ...]] = ()
     # A gathering stage is planned once, from every committed shard of its inputs, when all of
     # its ancestors are done (``plan_gathered``): sampling a benchmark set, training a detector
     # on a whole split. Its shards' fingerprints cover every input shard.
@@ -123,14 +154,40 @@ class Stage:
         return cls.config_key or cls.name
 
     @property
-    def cfg(self) -> Any:
+    def cfg(self) -> C:
         """This stage's section of the build config."""
-        return getattr(self.ctx.config, self.config_section())
+        return cast(C, getattr(self.ctx.config, self.config_section()))
+
+    def config_of(self, owner: type[Stage[T]]) -> T:
+        """Another stage's config section, typed by that stage's config type. The section must
+        be declared in ``reads_config`` (so the fingerprint covers it)."""
+        section = owner.config_section()
+        if section not in self.reads_config:
+            raise ContractError(
+                f"stage {self.name} reads config section '{section}' without declaring it "
+                "in reads_config"
+            )
+        return cast(T, getattr(self.ctx.config, section))
 
     def stage_config(self) -> Any:
         """The resolved config that shapes this stage's output (fingerprinted): by default the
         stage's config section without its operational fields (``forenset.confbase``)."""
         return fingerprint_view(self.cfg) if self.config_model is not None else {}
+
+    def read_config_view(self, section: str, value: Any) -> Any:
+        """What of another stage's config ``section`` (declared in ``reads_config``) shapes this
+        stage's output, fingerprinted with its shards; by default the whole section without
+        its operational fields. A stage narrows it (None: nothing) when only part of the
+        section matters, or when its effect is already in ``stage_config`` or the shard
+        params, so that a change elsewhere in that section does not recompute it."""
+        return fingerprint_view(value)
+
+    def read_config(self) -> dict[str, Any]:
+        """The fingerprinted views of the sections in ``reads_config`` (empty views left out)."""
+        views = {
+            s: self.read_config_view(s, getattr(self.ctx.config, s)) for s in self.reads_config
+        }
+        return {s: v for s, v in views.items() if v not in (None, {}, [])}
 
     # -- planning ------------------------------------------------------------------
     def plan_sources(self) -> list[ShardSpec]:
@@ -155,17 +212,16 @@ class Stage:
     ) -> ShardSpec:
         """A shard and its fingerprint; ``config`` replaces ``stage_config()`` for stages whose
         shards depend on part of the stage's config only (one detector of several)."""
-        fp = fingerprint(
-            self.name,
-            self.version,
-            {
-                "seed": self.ctx.seed,  # every stage draws from it
-                "stage": self.stage_config() if config is None else config,
-                "shard": params,
-                "partition": partition,
-            },
-            [i.fingerprint for i in inputs],
-        )
+        payload: dict[str, Any] = {
+            "seed": self.ctx.seed,  # every stage draws from it
+            "stage": self.stage_config() if config is None else config,
+            "shard": params,
+            "partition": partition,
+        }
+        reads = self.read_config()
+        if reads:  # absent when empty: a stage that reads no other section keeps its fingerprint
+            payload["reads"] = reads
+        fp = fingerprint(self.name, self.version, payload, [i.fingerprint for i in inputs])
         return ShardSpec(self.name, shard_id, partition, inputs, params, fp)
 
     # -- processing ----------------------------------------------------------------
@@ -258,7 +314,7 @@ class Stage:
         return pa.Table.from_pylist(clean, schema=self.output_schema)
 
 
-class RowStage(Stage):
+class RowStage(Stage[C]):
     """A stage computed row by row; an exception in one row becomes that row's error.
 
     Except ``ConfigurationError`` and ``ContractError``, which are about the stage, not the row:
@@ -271,7 +327,7 @@ class RowStage(Stage):
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         out: list[dict[str, Any]] = []
         for row in batch.to_pylist():
-            out.extend(isolate(self, row, lambda row=row: self.process_row(row, shard)))
+            out.extend(isolate(self, row, partial(self.process_row, row, shard)))
         return self.to_table(out)
 
 
@@ -289,7 +345,7 @@ def writable(text: str) -> str:
 
 
 def isolate(
-    stage: Stage,
+    stage: Stage[Any],
     row: dict[str, Any],
     produce: Callable[[], Iterable[dict[str, Any]]],
     *,

@@ -59,7 +59,7 @@ def _unique_names(generators: list[GeneratorConfig]) -> list[GeneratorConfig]:
 GeneratorPool = Annotated[list[GeneratorConfig], AfterValidator(_unique_names)]
 
 
-class Candidates(Stage):
+class Candidates(Stage[list[GeneratorConfig]]):
     """Edits (instructions x edit generators), text-to-image images (prompts x t2i generators)
     and imported edits made elsewhere (captioned photos x ``external`` generators)."""
 
@@ -111,10 +111,17 @@ class Candidates(Stage):
         adding a generator leaves the other generators' shards untouched."""
         return {}
 
-    def spec(self, shard_id, partition, inputs, params):
+    def spec(
+        self,
+        shard_id: str,
+        partition: dict[str, str],
+        inputs: list[ShardInfo],
+        params: dict[str, Any],
+        config: Any = None,
+    ) -> ShardSpec:
         """Fingerprint the generator's pixel-shaping config, not its operational knobs."""
         fp_params = {k: v for k, v in params.items() if k != "generator"}
-        spec = super().spec(shard_id, partition, inputs, fp_params)
+        spec = super().spec(shard_id, partition, inputs, fp_params, config)
         spec.params = params
         return spec
 
@@ -135,7 +142,7 @@ class Candidates(Stage):
         rows = batch.to_pylist()
         seeds = [derive_seed(self.ctx.seed, self.name, gcfg.name, r["prompt_uid"]) for r in rows]
         reqs = [
-            GenerateRequest(r["prompt"], seed, tuple(gcfg.t2i_size), item_id=r["prompt_uid"])
+            GenerateRequest(r["prompt"], seed, gcfg.t2i_size, item_id=r["prompt_uid"])
             for r, seed in zip(rows, seeds, strict=True)
         ]
         out = []
@@ -253,7 +260,7 @@ class Candidates(Stage):
             if res.image is not None:
                 src = Image.open(io.BytesIO(self.ctx.store.get_blob(photo["blob"])))
                 if res.image.size != src.size:
-                    res.image = res.image.resize(src.size, Image.LANCZOS)
+                    res.image = res.image.resize(src.size, Image.Resampling.LANCZOS)
             seed = derive_seed(self.ctx.seed, self.name, gcfg.name, instruction_id)
             out.append(self.result_row(base, res, backend.name, gcfg, seed))
         return self.to_table(out)

@@ -39,7 +39,7 @@ class CaptionsConfig(ModelStageConfig):
 TEMPLATES = ("caption",)
 
 
-class CaptionsOffline(OfflineStrategy):
+class CaptionsOffline(OfflineStrategy["Captions", CaptionsConfig]):
     """Pixel statistics describe each photo that has no manifest caption to keep."""
 
     stage: Captions
@@ -61,7 +61,7 @@ class CaptionsOffline(OfflineStrategy):
         }
 
 
-class CaptionsModel(ModelStrategy):
+class CaptionsModel(ModelStrategy["Captions", CaptionsConfig]):
     """The stored PNG and the ``caption`` template to the VLM, one round for the shard."""
 
     stage: Captions
@@ -123,7 +123,7 @@ class CaptionsModel(ModelStrategy):
         return out
 
 
-class Captions(StrategyStage):
+class Captions(StrategyStage[CaptionsConfig]):
     name = "captions"
     config_model = CaptionsConfig
     version = "2"

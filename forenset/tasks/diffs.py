@@ -79,7 +79,7 @@ def model_differences(reply: VisualDifferences) -> list[dict[str, Any]]:
     return out
 
 
-class DiffsOffline(OfflineStrategy):
+class DiffsOffline(OfflineStrategy["Diffs", DiffsConfig]):
     """Connected regions of the pixel-difference map are the differences."""
 
     stage: Diffs
@@ -99,7 +99,7 @@ class DiffsOffline(OfflineStrategy):
         }
 
 
-class DiffsModel(ModelStrategy):
+class DiffsModel(ModelStrategy["Diffs", DiffsConfig]):
     """The VLM lists the differences of [real, candidate]; the pixel map grounds them."""
 
     stage: Diffs
@@ -148,7 +148,7 @@ class DiffsModel(ModelStrategy):
         return out
 
 
-class Diffs(StrategyStage):
+class Diffs(StrategyStage[DiffsConfig]):
     name = "diffs"
     config_model = DiffsConfig
     version = "3"

@@ -67,7 +67,7 @@ def keyed(row: dict[str, Any], kind: str) -> dict[str, Any]:
     return {**row, "explanation_id": f"{row['sample_id']}-{kind}", "kind": kind}
 
 
-class ExplanationsOffline(OfflineStrategy):
+class ExplanationsOffline(OfflineStrategy["Explanations", ExplanationsConfig]):
     """Templates filled from the measured evidence, redrawn while validation fails."""
 
     stage: Explanations
@@ -147,7 +147,7 @@ class ExplanationsOffline(OfflineStrategy):
         return self.stage.error_row(key, describe(e), True)
 
 
-class ExplanationsModel(ModelStrategy):
+class ExplanationsModel(ModelStrategy["Explanations", ExplanationsConfig]):
     """Round 1: ``explain_complex`` (fake + real image) or ``explain_authenticity`` (real
     image); round 2: ``explain_simple`` conditioned on each accepted complex text."""
 
@@ -285,17 +285,17 @@ class ExplanationsModel(ModelStrategy):
                 )
                 continue
             simple = partial(self.simple, row, rows[0]["text"])
-            req = self.prepare(keyed(row, "simple"), out, simple)
-            if req is not None:
-                meta[req.item_id] = (row, "simple", ents)
-                second.append((req, self.checker("simple", ents)))
+            simple_req = self.prepare(keyed(row, "simple"), out, simple)
+            if simple_req is not None:
+                meta[simple_req.item_id] = (row, "simple", ents)
+                second.append((simple_req, self.checker("simple", ents)))
         for item_id, o in (self.call(second, self.cfg.llm) if second else {}).items():
             row, kind, ents = meta[item_id]
             out.extend(self.convert(keyed(row, kind), o, partial(self.record, row, kind, ents, o)))
         return out
 
 
-class Explanations(SplitPartitioned, StrategyStage):
+class Explanations(SplitPartitioned[ExplanationsConfig], StrategyStage[ExplanationsConfig]):
     name = "explanations"
     config_model = ExplanationsConfig
     version = "3"  # 3: one try per kind offline (a failed simple text keeps the complex one)

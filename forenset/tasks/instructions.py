@@ -225,7 +225,7 @@ def executable(
     return it
 
 
-class InstructionsOffline(OfflineStrategy):
+class InstructionsOffline(OfflineStrategy["Instructions", InstructionsConfig]):
     """``offline_instructions`` over the caption's entity boxes, per photo, donors from the
     shard's other photos."""
 
@@ -303,7 +303,7 @@ class InstructionsOffline(OfflineStrategy):
 Ask = tuple[ChatRequest, Validator, list[dict[str, Any]], list[dict[str, Any]]]
 
 
-class InstructionsModel(ModelStrategy):
+class InstructionsModel(ModelStrategy["Instructions", InstructionsConfig]):
     """Round 1: ``edit_instructions`` per photo, its targets grounded on the caption entities
     (regenerated while one cannot be located); round 2: ``instruction_difficulty`` ratings."""
 
@@ -475,11 +475,11 @@ class InstructionsModel(ModelStrategy):
             ratings = []
             for image_id, its in list(sets.items()):
                 row = asks[image_id][0]
-                made = self.from_replies(row, done[image_id], out, partial(self.rating, row, its))
-                if made is None:
+                rating = self.from_replies(row, done[image_id], out, partial(self.rating, row, its))
+                if rating is None:
                     del sets[image_id]  # the photo is an error row in out
                 else:
-                    ratings.append(made)
+                    ratings.append(rating)
             rated = self.call(ratings)
         for image_id, its in sets.items():
             row, o, r = asks[image_id][0], done[image_id], rated.get(image_id)
@@ -488,9 +488,10 @@ class InstructionsModel(ModelStrategy):
         return out
 
 
-class Instructions(StrategyStage):
+class Instructions(StrategyStage[InstructionsConfig]):
     name = "instructions"
     config_model = InstructionsConfig
+    reads_config = ("generators",)  # the kinds the edit generators execute (kind_weights)
     version = "2"
     inputs = ("captions",)
     input_columns = ("image_id", "blob", "caption", "entities")
@@ -502,14 +503,20 @@ class Instructions(StrategyStage):
     def stage_config(self) -> dict[str, Any]:
         return {**model_stage_config(self.cfg, TEMPLATES), "kinds": self.kind_weights()}
 
+    def read_config_view(self, section: str, value: Any) -> None:
+        """The pool matters only through the edit kinds it executes, which ``stage_config``
+        covers (``kinds``): a generator added with no new kind recomputes no instructions."""
+        return None
+
     def kind_weights(self) -> dict[str, float]:
         """``kinds`` as configured, or 1 for every kind some edit generator of the pool
         executes (every kind when the pool has no edit generator)."""
         if self.cfg.kinds is not None:
             return dict(self.cfg.kinds)
-        pool = getattr(self.ctx.config, "generators", None) or []
+        from forenset.tasks.candidates import Candidates
+
         kinds: set[str] = set()
-        for g in pool:
+        for g in self.config_of(Candidates):
             if "edit" in g.tasks():
                 kinds |= g.edit_kinds()
         return {k: 1.0 for k in sorted(kinds or ALL_KINDS)}

@@ -80,7 +80,7 @@ def agrees(category: str, pixel_category: str) -> bool:
     return category == pixel_category or "ambiguous" in (category, pixel_category)
 
 
-class JudgmentsOffline(OfflineStrategy):
+class JudgmentsOffline(OfflineStrategy["Judgments", JudgmentsConfig]):
     """The strength-aware rule judge, row by row."""
 
     stage: Judgments
@@ -99,7 +99,7 @@ class JudgmentsOffline(OfflineStrategy):
         }
 
 
-class JudgmentsModel(ModelStrategy):
+class JudgmentsModel(ModelStrategy["Judgments", JudgmentsConfig]):
     """One text judge per candidate (or every pool model: ``panel``), plus the rule judge's row
     when ``with_rule_judge``; one round of calls per judge."""
 
@@ -165,7 +165,7 @@ class JudgmentsModel(ModelStrategy):
         return out
 
 
-class Judgments(StrategyStage):
+class Judgments(StrategyStage[JudgmentsConfig]):
     name = "judgments"
     config_model = JudgmentsConfig
     version = "4"  # 4: strength-aware rule judge, measurements / pixel_category columns

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from forenset.backends.llm.types import ChatRequest, ChatResult, LLMSettings
 from forenset.confbase import Strict, fingerprint_view, operational
@@ -49,7 +49,7 @@ class ModelStageConfig(Strict):
 # Usage columns the model stages' schemas carry next to the common trace columns.
 USAGE = ("input_tokens", "output_tokens", "cost_usd", "cached")
 
-Validator = Callable[[BaseModel], list[str]]
+Validator = Callable[[Any], list[str]]
 
 
 def template_hashes(ids: Sequence[str], root: str | None) -> dict[str, str]:

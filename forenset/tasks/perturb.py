@@ -27,7 +27,7 @@ class PerturbationsStageConfig(PerturbationConfig):
     variants: int = Field(1, ge=0, le=16)  # perturbed copies per sample
 
 
-class Perturbations(SplitPartitioned, RowStage):
+class Perturbations(SplitPartitioned[PerturbationsStageConfig], RowStage[PerturbationsStageConfig]):
     name = "perturbations"
     config_model = PerturbationsStageConfig
     version = "2"

@@ -62,7 +62,7 @@ def scenario_of(row: dict[str, Any]) -> tuple[Scenario, dict[str, Any]]:
     return sc, {**row, "media_form": sc.media_form, "content": sc.content}
 
 
-class PromptsOffline(OfflineStrategy):
+class PromptsOffline(OfflineStrategy["Prompts", PromptsConfig]):
     """The template constructor ``build_prompt``, rebuilt while validation fails."""
 
     stage: Prompts
@@ -95,7 +95,7 @@ class PromptsOffline(OfflineStrategy):
         )
 
 
-class PromptsModel(ModelStrategy):
+class PromptsModel(ModelStrategy["Prompts", PromptsConfig]):
     """The ``prompt_5w1h`` template per scenario, regenerated with the validator's reasons."""
 
     stage: Prompts
@@ -135,7 +135,7 @@ class PromptsModel(ModelStrategy):
         return self.stage.deduped(out)
 
 
-class Prompts(StrategyStage):
+class Prompts(StrategyStage[PromptsConfig]):
     name = "prompts"
     config_model = PromptsConfig
     version = "1"

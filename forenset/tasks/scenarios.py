@@ -77,7 +77,7 @@ def scenario_row(sc: Scenario, cat: Category) -> dict[str, Any]:
     }
 
 
-class ScenariosOffline(OfflineStrategy):
+class ScenariosOffline(OfflineStrategy["Scenarios", ScenariosConfig]):
     """``sample_scenarios``: every compatible content x media-form pair once before repeats."""
 
     stage: Scenarios
@@ -98,7 +98,7 @@ class ScenariosOffline(OfflineStrategy):
         ]
 
 
-class ScenariosModel(ModelStrategy):
+class ScenariosModel(ModelStrategy["Scenarios", ScenariosConfig]):
     """One ``scenario_expansion`` request for the category, regenerated (with the reasons)
     while fewer than ``per_category`` usable proposals remain."""
 
@@ -148,7 +148,7 @@ class ScenariosModel(ModelStrategy):
         return self.convert(item, o, partial(self.scenarios, cat, o))
 
 
-class Scenarios(StrategyStage):
+class Scenarios(StrategyStage[ScenariosConfig]):
     name = "scenarios"
     config_model = ScenariosConfig
     version = "1"

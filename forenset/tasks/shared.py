@@ -17,12 +17,12 @@ from forenset.schemas.common import B, stage_schema
 from forenset.schemas.judgments import CARRY
 from forenset.schemas.verdicts import SCHEMA as VERDICTS
 from forenset.store.run_store import ShardInfo
-from forenset.tasks.base import RowStage, ShardSpec, Stage
+from forenset.tasks.base import C, RowStage, ShardSpec, Stage
 
 T2I_PREFIX = "t2i-"  # candidates shards generated from prompts (no source photo)
 
 
-class SplitPartitioned(Stage):
+class SplitPartitioned(Stage[C]):
     """Base for stages that map over splits shards, one output shard per split value."""
 
     inputs = ("splits",)
@@ -52,7 +52,7 @@ def gate_schema(*fields: pa.Field) -> pa.Schema:
     return stage_schema(*[VERDICTS.field(n) for n in CARRY], pa.field("keep", B), *fields)
 
 
-class Gate(RowStage):
+class Gate(RowStage[C]):
     """Base of a gate after verdicts: it reads the candidates the previous gate kept (name that
     gate in ``inputs``) and keeps or discards each (``decide``). Splits reads the last gate of
     the chain (``forenset.stages.final_gate``), so registering a gate inserts it; the candidate

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import yaml
@@ -18,6 +19,10 @@ from forenset.errors import ConfigurationError, resource_exhausted, transient
 from forenset.images import BadImage, encode_png, normalise
 from forenset.schemas.sources import SCHEMA
 from forenset.tasks.base import RowStage, ShardSpec, StageRowError, dumps
+
+if TYPE_CHECKING:
+    from forenset.backends.image.external import ExternalOptions
+    from forenset.backends.image.generator import GeneratorConfig
 
 
 class SourcesConfig(Strict):
@@ -47,13 +52,13 @@ class SourcesConfig(Strict):
     allow_private_hosts: bool = False
 
 
-def external_source_items(config: Any) -> list[dict[str, Any]]:
+def external_source_items(pool: Sequence[GeneratorConfig]) -> list[dict[str, Any]]:
     """The source photos of the pool's ``external`` generators (edited images made elsewhere),
     each listed once, so they are captioned, split and explained like any other photo."""
     from forenset.backends.image.external import listing_policy, options_of, source_uris
 
     out = []
-    for gen in getattr(config, "generators", None) or []:
+    for gen in pool:
         if gen.backend != "external":
             continue
         policy = listing_policy(options_of(gen))
@@ -127,9 +132,10 @@ def _dist_version(pkg: str) -> str:
 HASH_CACHE = "_cache/source_hashes.json"
 
 
-class Sources(RowStage):
+class Sources(RowStage[SourcesConfig]):
     name = "sources"
     config_model = SourcesConfig
+    reads_config = ("generators",)  # the external generators' photos and read policy
     version = "2"  # 2: large photos decoded at a reduced scale (forenset.images.normalise)
     output_schema = SCHEMA
     key = "image_id"
@@ -160,7 +166,11 @@ class Sources(RowStage):
         for folder in c.folders:
             policy = self.policy(folder)
             for uri in readers.list_files(folder, exts):
-                item = {"source": "folder", "name": posixpath.basename(uri), "uri": uri}
+                item: dict[str, Any] = {
+                    "source": "folder",
+                    "name": posixpath.basename(uri),
+                    "uri": uri,
+                }
                 items.append(self._refuse(item, policy))
         for table in c.csv:
             base = readers.parent(table)
@@ -180,7 +190,7 @@ class Sources(RowStage):
                 items.append(self._refuse(item, policy))
         for ds in c.datasets:
             items.extend(self.dataset_items(ds))
-        items.extend(external_source_items(self.ctx.config))
+        items.extend(external_source_items(self.generator_pool()))
         return items
 
     def dataset_items(self, ds: str) -> list[dict[str, Any]]:
@@ -227,11 +237,31 @@ class Sources(RowStage):
             extra=tuple(c.allowed_roots) + self._external_roots(),
         )
 
-    def _externals(self) -> list[Any]:
+    def generator_pool(self) -> list[GeneratorConfig]:
+        """The candidates stage's generator pool (its ``external`` generators list photos)."""
+        from forenset.tasks.candidates import Candidates
+
+        return self.config_of(Candidates)
+
+    def read_config_view(self, section: str, value: Any) -> Any:
+        """Of the generator pool, the external generators' read policy, which the reads of
+        every row go through (``policy``); their listed photos are in the shard params. None
+        without an external generator, so the pool's other generators never recompute sources."""
+        opts = self._externals()
+        if not opts:
+            return None
+        from forenset.backends.image.external import listing_root
+
+        return {
+            "allow_remote": any(o.allow_remote for o in opts),
+            "allow_private_hosts": any(o.allow_private_hosts for o in opts),
+            "roots": [*self._external_roots(), *(listing_root(o) for o in opts)],
+        }
+
+    def _externals(self) -> list[ExternalOptions]:
         from forenset.backends.image.external import options_of
 
-        gens = getattr(self.ctx.config, "generators", None) or []
-        return [options_of(g) for g in gens if g.backend == "external"]
+        return [options_of(g) for g in self.generator_pool() if g.backend == "external"]
 
     def _external_flag(self, name: str) -> bool:
         return any(getattr(o, name) for o in self._externals())

@@ -12,7 +12,8 @@ generators are kept once, under the first generator by name, with all of them in
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic import field_validator
@@ -42,7 +43,7 @@ class SplitsConfig(Strict):
         return v
 
 
-def assign_split(seed: int, image_id: str, fractions: dict[str, float]) -> str:
+def assign_split(seed: int, image_id: str, fractions: Mapping[Any, float]) -> str:
     u = derive_seed(seed, "splits", image_id) / float(1 << 63)
     acc = 0.0
     for name in ("train", "validation", "test"):
@@ -80,9 +81,10 @@ class _ReadsLastGate:
 GATE_COLUMNS = FAKE_COLUMNS + ("keep", "differences")
 
 
-class Splits(Stage):
+class Splits(Stage[SplitsConfig]):
     name = "splits"
     config_model = SplitsConfig
+    reads_config = ("generators",)  # the edit generators (planning)
     version = "2"
     inputs = _ReadsLastGate()  # type: ignore[assignment]
     input_columns = {
@@ -118,8 +120,14 @@ class Splits(Stage):
 
     def edit_generators(self) -> list[str]:
         """The generators that edit every instructions shard (their verdicts share its id)."""
-        pool = getattr(self.ctx.config, "generators", None) or []
-        return sorted(g.name for g in pool if "edit" in g.tasks())
+        from forenset.tasks.candidates import Candidates
+
+        return sorted(g.name for g in self.config_of(Candidates) if "edit" in g.tasks())
+
+    def read_config_view(self, section: str, value: object) -> None:
+        """The pool's edit generators decide how shards are planned (``plan_edits``); what that
+        changes is in the shard ids and params, so the pool itself is not fingerprinted here."""
+        return None
 
     def plan_edits(self, upstream: ShardInfo, editors: list[str]) -> list[ShardSpec]:
         """One instructions shard's edits, once every edit generator's verdicts of it are in:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import pyarrow as pa
 
@@ -29,6 +29,7 @@ from forenset.tasks.base import (
     ContractError,
     ShardSpec,
     Stage,
+    StageContext,
     StageRowError,
     describe,
     isolate,
@@ -38,29 +39,53 @@ from forenset.tasks.modelcall import Outcome, Validator, call_validated
 
 T = TypeVar("T")
 
+
+class ModelConfig(Protocol):
+    """A model stage's config: ``llm`` set picks the model path (``ModelStageConfig`` and the
+    scenario and prompt stages' configs)."""
+
+    @property
+    def llm(self) -> LLMSettings | None: ...
+
+
+class ModelCallConfig(ModelConfig, Protocol):
+    """What ``ModelStrategy.call`` reads: the pool and the attempts per item."""
+
+    @property
+    def max_attempts(self) -> int: ...
+
+
+MC = TypeVar("MC", bound=ModelConfig)  # a strategy stage's config type
+
 # How an error row names a model reply that could not be turned into rows.
 UNUSABLE = "unusable model reply"
 
 
-class Strategy:
-    """One way of computing a stage's rows for a shard (the stage turns them into its table)."""
+S = TypeVar("S", bound="Stage[Any]")  # the strategy's stage class
+SC = TypeVar("SC")  # that stage's config type
 
-    def __init__(self, stage: StrategyStage):
+
+class Strategy(Generic[S, SC]):
+    """One way of computing a stage's rows for a shard (the stage turns them into its table).
+    Generic in its stage and that stage's config (``OfflineStrategy["Captions",
+    CaptionsConfig]``), so ``self.stage`` and ``self.cfg`` are typed."""
+
+    def __init__(self, stage: S):
         self.stage = stage
 
     @property
-    def cfg(self) -> Any:
-        return self.stage.cfg
+    def cfg(self) -> SC:
+        return cast(SC, self.stage.cfg)
 
     @property
-    def ctx(self) -> Any:
+    def ctx(self) -> StageContext:
         return self.stage.ctx
 
     def run(self, batch: pa.Table, shard: ShardSpec | None) -> list[dict[str, Any]]:
         raise TypeError(f"strategy {type(self).__name__} must define run()")
 
 
-class OfflineStrategy(Strategy):
+class OfflineStrategy(Strategy[S, SC]):
     """The offline algorithm, row by row under RowStage's rule. (Its values come from Arrow
     inputs and the stage's own code, so rows are not written as a table per row, as model
     replies are: that would cost about 0.15 ms a row, as much as some stages' work.)"""
@@ -91,7 +116,7 @@ class OfflineStrategy(Strategy):
         return out
 
 
-class ModelStrategy(Strategy):
+class ModelStrategy(Strategy[S, SC]):
     """The model path: ``prepare`` each item's request, ``call`` once per round, ``convert``
     each item's outcome; the first and last in a try per item."""
 
@@ -99,8 +124,10 @@ class ModelStrategy(Strategy):
         self, items: Sequence[tuple[ChatRequest, Validator]], settings: LLMSettings | None = None
     ) -> dict[str, Outcome]:
         """One round for the whole shard (one run_chat per attempt) through the stage's pool."""
-        c = self.cfg
+        c = cast(ModelCallConfig, self.cfg)  # the model stages' configs; Detections calls its own
         pool = settings or c.llm
+        if pool is None:  # the model path is taken only with ``llm`` set
+            raise ConfigurationError(f"stage {self.stage.name} has no model pool (llm) to call")
         return call_validated(self.ctx, self.stage.name, pool, items, c.max_attempts)
 
     def prepare(
@@ -179,13 +206,13 @@ class ModelStrategy(Strategy):
         return {**trace, **self.stage.error_row(row, message, retryable)}
 
 
-class StrategyStage(Stage):
+class StrategyStage(Stage[MC]):
     """A stage with an offline algorithm and a model path; the config picks one, here only."""
 
-    offline_strategy: ClassVar[type[OfflineStrategy]]
-    model_strategy: ClassVar[type[ModelStrategy]]
+    offline_strategy: ClassVar[type[OfflineStrategy[Any, Any]]]
+    model_strategy: ClassVar[type[ModelStrategy[Any, Any]]]
 
-    def strategy(self) -> Strategy:
+    def strategy(self) -> Strategy[Any, Any]:
         """The model path when the stage's config names a model pool (``llm``), else offline."""
         kind = self.offline_strategy if self.cfg.llm is None else self.model_strategy
         return kind(self)

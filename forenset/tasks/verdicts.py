@@ -40,7 +40,7 @@ class VerdictsConfig(Strict):
         return self
 
 
-class Verdicts(Stage):
+class Verdicts(Stage[VerdictsConfig]):
     name = "verdicts"
     config_model = VerdictsConfig
     version = "1"

@@ -203,7 +203,8 @@ def parse_multipart(content_type: str, body: bytes) -> dict[str, list[Any]]:
     for part in msg.iter_parts():
         name = part.get_param("name", header="content-disposition")
         filename = part.get_filename()
-        payload = part.get_payload(decode=True) or b""
+        raw = part.get_payload(decode=True)  # bytes for a leaf part
+        payload = raw if isinstance(raw, bytes) else b""
         value: Any = (filename, payload) if filename else payload.decode("utf-8")
         fields.setdefault(str(name), []).append(value)
     return fields

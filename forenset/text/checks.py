@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from forenset.text.captions import speculation_terms
 from forenset.text.lexicon import contains_term, content_lemmas, lemmas, tokens
 from forenset.text.models import (
@@ -44,7 +46,7 @@ JARGON: tuple[str, ...] = (
 NON_VISUAL: tuple[str, ...] = ("metadata", "exif", "file name", "reference image", "instruction")
 
 
-def _parse(model: type, reply: Any) -> Any:
+def _parse(model: type[BaseModel], reply: Any) -> Any:
     return reply if isinstance(reply, model) else model.model_validate(reply)
 
 

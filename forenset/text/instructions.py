@@ -545,8 +545,8 @@ def offline_instructions(
     cfg = config or InstructionConfig()
     regs = [r for r in regions if _bbox_failure(r.get("bbox")) is None and r.get("name")]
     options: list[tuple[str, str, int | None]] = []  # (family, kind, region index)
-    for kind, fams in OFFLINE_KINDS.items():
-        for fam in fams:
+    for kind, kind_fams in OFFLINE_KINDS.items():
+        for fam in kind_fams:
             if cfg.family_weights.get(fam, 0) <= 0 or cfg.kind_weights.get(kind, 1.0) <= 0:
                 continue
             if kind == "lighting":

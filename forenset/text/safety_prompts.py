@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -299,13 +300,13 @@ def synthetic_values(names: Sequence[str], rng: np.random.Generator) -> dict[str
             out[key] = next(people)
         elif key == "amount":
             cur = ("€", "£", "$")[int(rng.integers(3))]
-            out[key] = _clean(lambda cur=cur: f"{cur}{rng.uniform(6, 2400):,.2f}")
+            out[key] = _clean(partial(lambda c: f"{c}{rng.uniform(6, 2400):,.2f}", cur))
         elif key == "reference":
             pre = ("TRX", "REF", "ORD", "INV", "PAY")[int(rng.integers(5))]
-            out[key] = _clean(lambda pre=pre: f"{pre}{_digits(rng, 10)}")
+            out[key] = _clean(partial(lambda p: f"{p}{_digits(rng, 10)}", pre))
         elif key == "timestamp":
             _, date = _date(rng)
-            out[key] = _clean(lambda date=date: f"{date}, {_clock(rng, 6, 24)}")
+            out[key] = _clean(partial(lambda d: f"{d}, {_clock(rng, 6, 24)}", date))
         elif key == "institution":
             out[key] = INSTITUTIONS[int(rng.integers(len(INSTITUTIONS)))]
         elif key == "phone":

@@ -26,6 +26,7 @@ from forenset import stages
 from forenset.config import assemble
 from tests.conftest import small_config_dict
 from tests.core.test_stage_registry import check_stage_contract
+from tests.core.test_stage_typing import config_type
 from tests.helpers import rows, run_local
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +47,7 @@ def recipe() -> dict[str, str]:
     for lang, body in blocks:
         if "SCHEMA = stage_schema" in body:
             out["schema"] = body
-        elif "class Watermarks(RowStage)" in body:
+        elif "class Watermarks(RowStage[WatermarksConfig])" in body:
             out["stage"] = body
         elif lang == "python" and "BUILTIN" in body:
             out["registry"] = body
@@ -85,6 +86,7 @@ def test_the_recipe_stage_passes_the_registry_checks_and_builds(watermarks, tmp_
     model = assemble()
     readme = (ROOT / "README.md").read_text() + "\n" + watermarks["readme"]
     check_stage_contract(cls, readme, set(model.model_fields))
+    assert config_type(cls) is cls.config_model  # RowStage[WatermarksConfig]
     d = small_config_dict(tmp_path / "run")
     d["watermarks"] = {"scale": 2.0}
     d["runners"] = {**d.get("runners", {"default": {"kind": "threads"}}), "watermarks": {}}

@@ -3,7 +3,7 @@ build config embeds them; the backends in openai_images.py / gemini_images.py im
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +25,7 @@ class _ImageAPIConfig(BaseModel):
     price_per_image: float = operational(0.0, ge=0)  # USD, recorded as params["cost_usd"]
     params: dict[str, Any] = Field(default_factory=dict)  # extra request fields, passed through
 
-    def _spec(self, backend: str, **extra: Any) -> ModelSpec:
+    def _spec(self, backend: Literal["openai", "gemini"], **extra: Any) -> ModelSpec:
         """The chat layer's spec for this model: selects the shared limiter and SDK client."""
         return ModelSpec(
             backend=backend,

@@ -223,7 +223,11 @@ def _is_config_problem(exc: BaseException) -> bool:
     """
     from huggingface_hub import errors
 
-    names = ("OfflineModeIsEnabled", "RepositoryNotFoundError", "RevisionNotFoundError")
+    names: tuple[str, ...] = (
+        "OfflineModeIsEnabled",
+        "RepositoryNotFoundError",
+        "RevisionNotFoundError",
+    )
     names += ("EntryNotFoundError", "RemoteEntryNotFoundError", "DisabledRepoError")
     config_errors = tuple(getattr(errors, n) for n in names if hasattr(errors, n))
     if isinstance(exc, config_errors):

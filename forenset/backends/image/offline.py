@@ -179,7 +179,8 @@ class OfflineEditor:
         hsv[..., 1] = np.clip(np.maximum(hsv[..., 1], 150), 0, 255)
         hsv[..., 2] = np.clip(np.maximum(hsv[..., 2], 90), 0, 255)
         col = cv2.cvtColor(hsv.astype(np.uint8), cv2.COLOR_HSV2RGB).astype(np.float32)
-        m = ellipse_mask(*img.shape[:2], B)[..., None] * min(1.0, strength)
+        h, w = img.shape[:2]
+        m = ellipse_mask(h, w, B)[..., None] * min(1.0, strength)
         return img * (1 - m) + col * m
 
     def remove(self, img: np.ndarray, B, strength: float) -> np.ndarray:
@@ -227,7 +228,7 @@ class OfflineEditor:
     def warp(self, img: np.ndarray, B, strength: float, rng: np.random.Generator) -> np.ndarray:
         x0, y0, x1, y1 = B
         bw, bh = x1 - x0, y1 - y0
-        src = np.float32([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
+        src = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], dtype=np.float32)
         jit = rng.uniform(-0.18, 0.18, (4, 2)) * np.array([bw, bh]) * strength
         dst = (src + jit).astype(np.float32)
         M = cv2.getPerspectiveTransform(src, dst)
@@ -265,12 +266,15 @@ class OfflineEditor:
         cast = rng.uniform(-30, 30, 3).astype(np.float32)
         out = 255 * (np.clip(img, 0, 255) / 255) ** gamma + cast
         h, w = img.shape[:2]
-        M = np.float32([[1.02, 0, -w * 0.01], [0, 1.02, -h * 0.01]])
+        M = np.array([[1.02, 0, -w * 0.01], [0, 1.02, -h * 0.01]], dtype=np.float32)
         return cv2.warpAffine(out, M, (w, h), borderMode=cv2.BORDER_REFLECT)
 
     def _artifacts(self, img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Strong generator artefacts: blocking from a very low JPEG quality plus grain."""
         u8 = np.clip(img, 0, 255).astype(np.uint8)
         ok, enc = cv2.imencode(".jpg", u8[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, 4])
-        out = cv2.imdecode(enc, cv2.IMREAD_COLOR)[..., ::-1].astype(np.float32)
+        dec = cv2.imdecode(enc, cv2.IMREAD_COLOR)
+        if dec is None:
+            raise RuntimeError("the artefact pass could not decode its own JPEG")
+        out = dec[..., ::-1].astype(np.float32)
         return out + rng.normal(0, 14, img.shape).astype(np.float32)

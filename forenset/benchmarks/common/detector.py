@@ -264,7 +264,7 @@ def top_region(m: forensic.InconsistencyMap, z_min: float = forensic.Z_REGION) -
 def _claims(evidence: dict[str, float], limit: int = 2, floor: float = 1.0) -> list[str]:
     """The region's strongest measures as "<measure> 3.1 sigma below the rest of the image"."""
     ranked = sorted(evidence.items(), key=lambda kv: -abs(kv[1]))
-    out = []
+    out: list[str] = []
     for name, z in ranked[:limit]:
         if abs(z) >= floor or not out:
             side = "above" if z > 0 else "below"

@@ -268,7 +268,7 @@ def features(image: np.ndarray | Image.Image) -> np.ndarray:
     for c in range(3):
         out += [float(np.log(std[c] + 0.05)), float(np.log(mad[c] + 0.05))]
         out += [float(np.tanh(kurt[c] / 20))]  # squashed: a flat crop's kurtosis is huge
-    cc = np.corrcoef(flat.T) if std.min() > _EPS else np.eye(3)
+    cc = np.asarray(np.corrcoef(flat.T)) if std.min() > _EPS else np.eye(3)
     noise = float(noise_level(grey).mean())
     out += [float(cc[0, 1]), float(cc[1, 2]), float(cc[0, 2]), float(np.log(noise + 0.25))]
     out += [float(np.log((noise + 0.25) / (float(mid_band(grey).mean()) + 0.25)))]

@@ -37,16 +37,16 @@ def _records(text: str, is_csv: bool) -> list[tuple[int, dict[str, Any] | None, 
     out: list[tuple[int, dict[str, Any] | None, str]] = []
     if is_csv:
         reader = csv.DictReader(io.StringIO(text))
-        for rec in reader:
-            raw = json.dumps(rec, ensure_ascii=False)
-            clean = {k: v for k, v in rec.items() if k is not None and v not in (None, "")}
+        for entry in reader:
+            raw = json.dumps(entry, ensure_ascii=False)
+            clean = {k: v for k, v in entry.items() if k is not None and v not in (None, "")}
             out.append((reader.line_num, clean, raw))
         return out
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec: Any = json.loads(line)
         except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             rec = None
         out.append((n, rec if isinstance(rec, dict) else None, line))

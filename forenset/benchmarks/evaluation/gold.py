@@ -197,7 +197,7 @@ def gold_rows(doc: Any, fakes: set[str], file_hash: str) -> list[dict[str, Any]]
 
     for ti, task in enumerate(doc):
         if not isinstance(task, dict):
-            base = {"gold_id": f"t{ti}", "source_file_hash": file_hash}
+            base: dict[str, Any] = {"gold_id": f"t{ti}", "source_file_hash": file_hash}
             rows.append(bad(base, "not_a_task"))
             continue
         tid = _int(task.get("id"))

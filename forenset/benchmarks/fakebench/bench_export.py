@@ -90,7 +90,7 @@ def export_fakebench_bench(store: RunStore, out: Path) -> dict[str, Any]:
             continue
         recs = []
         for i in mine:
-            r = {
+            r: dict[str, Any] = {
                 "image": {"bytes": store.get_blob(i["blob"]), "path": i["blob"].rsplit("/", 1)[-1]}
             }
             r.update({c: i.get(c) for c in COLUMNS[task]})

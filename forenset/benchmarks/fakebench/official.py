@@ -150,8 +150,9 @@ def qa_numbers(items: Iterable[dict[str, Any]]) -> dict[str, int]:
     order = {d: n for n, d in enumerate(fb.DIMENSIONS)}
     for mine in per.values():
         own = [Q_KEY.match(i["item_id"].rsplit("/", 1)[-1]) for i in mine]
-        if all(own):
-            out.update({i["item_id"]: int(m.group(1)) for i, m in zip(mine, own, strict=True)})
+        matched = [m for m in own if m is not None]
+        if len(matched) == len(own):
+            out.update({i["item_id"]: int(m.group(1)) for i, m in zip(mine, matched, strict=True)})
             continue
         ranked = sorted(mine, key=lambda i: (order.get(i.get("dimension") or "", 99), i["item_id"]))
         out.update({i["item_id"]: k for k, i in enumerate(ranked, start=1)})

@@ -67,7 +67,7 @@ def labeling_config() -> str:
 
 
 def _ok(store: RunStore, stage: str) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for info in store.manifest(stage):
         out.extend(r for r in store.read_shard(info).to_pylist() if r["status"] == "ok")
     return out

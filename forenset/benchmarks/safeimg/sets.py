@@ -415,7 +415,10 @@ def write_tables(
         rows = [r for r in rows if r.get("sample_id")]
         refs = write_images(store, [r["blob"] for r in rows if r.get("blob")], out)
         rows = [
-            {**{k: v for k, v in r.items() if k != "blob"}, "image_file": refs.get(r.get("blob"))}
+            {
+                **{k: v for k, v in r.items() if k != "blob"},
+                "image_file": refs.get(r["blob"]) if r.get("blob") else None,
+            }
             for r in rows
         ]
         table = (

@@ -96,7 +96,7 @@ class SentenceConfig:
 
     @classmethod
     def read(cls, folder: Path) -> SentenceConfig:
-        def load(name: str) -> dict[str, Any]:
+        def load(name: str) -> Any:  # a JSON object, or a list (modules.json)
             f = folder / name
             try:
                 return json.loads(f.read_text()) if f.is_file() else {}

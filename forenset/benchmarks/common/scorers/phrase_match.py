@@ -31,7 +31,7 @@ from forenset.text.lexicon import MODIFIERS, STOPWORDS, lemma, tokens
 MODEL = "phrase-match-v1"
 
 # Visual-cue families: words (lemmas) that state what is wrong, or right, about an entity.
-CUE_FAMILIES: dict[str, tuple[str, ...]] = {
+CUE_FAMILIES: dict[str, list[str]] = {
     "blur": (
         "blur blurry blurred blurring smear smeared smudge smudged smudgy soft softened hazy "
         "fuzzy unsharp muddy"

@@ -77,7 +77,7 @@ def _unreadable(text: str) -> str | None:
     return parse_answer(text).reason
 
 
-class Detections(Stage):
+class Detections(Stage[EvaluationConfig]):
     name = "detections"
     version = "2"
     inputs = ("splits", "eval_sets")
@@ -110,11 +110,12 @@ class Detections(Stage):
         partition: dict[str, str],
         inputs: list[ShardInfo],
         params: dict[str, Any],
+        config: Any = None,
     ) -> ShardSpec:
         """A detector's shard is fingerprinted by that detector only (and the tracks), so
         adding or changing one detector leaves the others' rows alone."""
         if "detector" not in params:
-            return super().spec(shard_id, partition, inputs, params)
+            return super().spec(shard_id, partition, inputs, params, config)
         d = self.detector(params["detector"])
         own = {"tracks": list(self.ecfg.tracks), "detector": detector_config(d)}
         return super().spec(shard_id, partition, inputs, params, config=own)

@@ -68,7 +68,7 @@ import pyarrow.compute as pc
 
 from forenset.benchmarks.common.scorers.types import Score, null_score
 from forenset.benchmarks.common.scoring import score_rows, scorers
-from forenset.benchmarks.evaluation.config import EVAL_SETS
+from forenset.benchmarks.evaluation.config import EVAL_SETS, EvaluationConfig
 from forenset.benchmarks.evaluation.schemas.eval_scores import GROUP_FIELDS, SCHEMA
 from forenset.confbase import fingerprint_view
 from forenset.store.run_store import ShardInfo
@@ -113,7 +113,7 @@ def group_of(item: dict[str, Any], kind: str) -> str | None:
     return item.get(kind) or "unknown"
 
 
-class EvalScores(Stage):
+class EvalScores(Stage[EvaluationConfig]):
     name = "eval_scores"
     version = "4"  # 4: long-format rows with n, bootstrap intervals and caveats
     inputs = ("detections", "explanations", "eval_sets")

@@ -79,7 +79,7 @@ def set_sizes(avail_fake: int, avail_real: int, cfg: EvaluationConfig) -> tuple[
     return math.floor(cfg.fakes * scale + 1e-9), math.floor(cfg.reals * scale + 1e-9)
 
 
-class EvalSets(Stage):
+class EvalSets(Stage[EvaluationConfig]):
     name = "eval_sets"
     version = "3"
     inputs = ("splits",)

@@ -141,7 +141,7 @@ def _unreadable(text: str) -> str | None:
     return parse_answer(text).reason
 
 
-class FakeBenchAnswers(Stage):
+class FakeBenchAnswers(Stage[FakeBenchConfig]):
     name = "fakebench_answers"
     version = "2"
     inputs = ("splits", "fakebench_items")

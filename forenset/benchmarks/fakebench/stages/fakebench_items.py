@@ -64,7 +64,11 @@ def ranked(rows: list[dict[str, Any]], seed: int, n: int) -> list[dict[str, Any]
     return sorted(rows, key=key)[:n]
 
 
-class FakeBenchItems(Stage):
+# One fake's golden clues: (sample, its clues or None, trace columns incl. the error when None).
+Made = tuple[dict[str, Any], list[dict[str, Any]] | None, dict[str, Any]]
+
+
+class FakeBenchItems(Stage[FakeBenchConfig]):
     name = "fakebench_items"
     version = "1"
     inputs = ("splits", "diffs")
@@ -215,18 +219,18 @@ class FakeBenchItems(Stage):
     # -- golden clues -------------------------------------------------------------------------
     def golden(
         self, fakes: list[dict[str, Any]], kinds: dict[str, Any]
-    ) -> list[tuple[dict[str, Any], list[dict[str, str]] | None, dict[str, Any]]]:
+    ) -> list[tuple[dict[str, Any], list[dict[str, Any]] | None, dict[str, Any]]]:
         """Per fake: (sample, its clues or None, trace columns incl. the error when None)."""
         if self.fcfg.author is None:
-            out = []
+            out: list[Made] = []
             for s in fakes:
                 try:
                     diffs = json.loads(s.get("differences") or "[]")
                 except ValueError:
                     diffs = []
-                kind = kinds.get(s.get("candidate_id"))
+                kind = kinds.get(s.get("candidate_id") or "")
                 clues = fb.offline_clues(diffs, kind, self.fcfg.clues_per_image)
-                trace = {"backend": "offline", "model": OFFLINE_MODEL}
+                trace: dict[str, Any] = {"backend": "offline", "model": OFFLINE_MODEL}
                 if not clues:
                     trace.update(
                         status="error",
@@ -240,7 +244,7 @@ class FakeBenchItems(Stage):
 
     def authored(
         self, fakes: list[dict[str, Any]]
-    ) -> list[tuple[dict[str, Any], list[dict[str, str]] | None, dict[str, Any]]]:
+    ) -> list[tuple[dict[str, Any], list[dict[str, Any]] | None, dict[str, Any]]]:
         c = self.fcfg
         assert c.author is not None
         n = c.clues_per_image
@@ -269,18 +273,18 @@ class FakeBenchItems(Stage):
             )
             reqs.append((req, check))
         got = call_validated(self.ctx, self.name, c.author, reqs, c.max_attempts) if reqs else {}
-        out = []
+        made: list[Made] = []
         for s in fakes:
             sid = s["sample_id"]
             if sid in out_err:
                 err = {"status": "error", "error": writable(out_err[sid]), "retryable": True}
-                out.append((s, None, err))
+                made.append((s, None, err))
                 continue
             o = got[sid]
-            trace = o.trace()
-            clues = [x.model_dump() for x in o.parsed().clues] if o.ok else None
-            out.append((s, clues, trace))
-        return out
+            made.append(
+                (s, [x.model_dump() for x in o.parsed().clues] if o.ok else None, o.trace())
+            )
+        return made
 
     def clue_items(
         self,

@@ -96,7 +96,7 @@ def overall_average(
     return a, j, fmean(sides), ",".join(used)
 
 
-class FakeBenchScores(Stage):
+class FakeBenchScores(Stage[FakeBenchConfig]):
     name = "fakebench_scores"
     version = "2"  # 2: overall = mean of the automatic and the judged average (Tables 5-7)
     inputs = ("fakebench_items", "fakebench_answers")

@@ -47,7 +47,7 @@ def square(img: np.ndarray, size: int) -> Image.Image:
     return out.resize((size, size), Image.Resampling.LANCZOS) if s > size else out
 
 
-class RewardImages(Stage):
+class RewardImages(Stage[RewardConfig]):
     name = "reward_images"
     version = "1"
     inputs = ("captions",)
@@ -73,7 +73,7 @@ class RewardImages(Stage):
             "generators": [g.name for g in c.generators],
         }
 
-    def spec(self, shard_id, partition, inputs, params, config=None):  # type: ignore[override]
+    def spec(self, shard_id, partition, inputs, params, config=None):
         """A generator's shard is fingerprinted by the selection and that generator only."""
         gen = params.get("generator")
         if gen is None:
@@ -159,7 +159,7 @@ class RewardImages(Stage):
         backend = factory.shared(g)
         seeds = [derive_seed(self.ctx.seed, self.name, g.name, r["image_id"]) for _, r in group]
         reqs = [
-            GenerateRequest(r["caption"], s, tuple(g.t2i_size), item_id=r["image_id"])
+            GenerateRequest(r["caption"], s, g.t2i_size, item_id=r["image_id"])
             for (_, r), s in zip(group, seeds, strict=True)
         ]
         out = []

@@ -44,7 +44,7 @@ def judge_config(j: JudgeConfig, swap: bool) -> dict[str, Any]:
     return view
 
 
-class RewardJudgments(Stage):
+class RewardJudgments(Stage[RewardConfig]):
     name = "reward_judgments"
     version = "1"
     inputs = ("reward_triplets",)
@@ -65,7 +65,7 @@ class RewardJudgments(Stage):
     def stage_config(self) -> Any:
         return {"judges": [judge_config(j, self.rcfg.swap) for j in self.rcfg.judges]}
 
-    def spec(self, shard_id, partition, inputs, params, config=None):  # type: ignore[override]
+    def spec(self, shard_id, partition, inputs, params, config=None):
         """A judge's shard is fingerprinted by that judge (and ``swap``) only."""
         if "judge" not in params:
             return super().spec(shard_id, partition, inputs, params, config)
@@ -149,7 +149,7 @@ class RewardJudgments(Stage):
                 first, second = self.texts(t, order)
                 req = request(
                     self.name, base["judgment_id"], TEMPLATE, None, images=[png],
-                    response_model=None,  # type: ignore[arg-type] - the reply is free text
+                    response_model=None,  # the reply is free text
                     prompt=prompt, first=first, second=second,
                 )  # fmt: skip
                 asks.append((base, req))

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from forenset.benchmarks.common.predictions import file_digest
-from forenset.benchmarks.reward.config import LabelsConfig
+from forenset.benchmarks.reward.config import LabelsConfig, RewardConfig
 from forenset.benchmarks.reward.schemas.reward_labels import SCHEMA
 from forenset.benchmarks.reward.scorers.metrics import CHOICES, majority
 from forenset.benchmarks.reward.scorers.rubric import SIM_MODEL, simulate_annotator
@@ -115,7 +115,7 @@ def _choices(res: dict[str, Any]) -> list[Any]:
     return got if isinstance(got, list) else [None]
 
 
-class RewardLabels(Stage):
+class RewardLabels(Stage[RewardConfig]):
     name = "reward_labels"
     version = "1"
     inputs = ("reward_triplets",)

@@ -59,7 +59,7 @@ def _unreadable(text: str) -> str | None:
     return parse_policy(text).reason
 
 
-class RewardResponses(Stage):
+class RewardResponses(Stage[RewardConfig]):
     name = "reward_responses"
     version = "1"
     inputs = ("splits", "reward_images")
@@ -83,7 +83,7 @@ class RewardResponses(Stage):
     def stage_config(self) -> Any:
         return {"policies": [policy_config(p) for p in self.rcfg.policies]}
 
-    def spec(self, shard_id, partition, inputs, params, config=None):  # type: ignore[override]
+    def spec(self, shard_id, partition, inputs, params, config=None):
         """A policy's shard is fingerprinted by that policy only: adding or changing one policy
         leaves the others' responses alone."""
         if "policy" not in params:

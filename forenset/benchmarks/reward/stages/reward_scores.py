@@ -48,7 +48,7 @@ VALUES = (
 )  # fmt: skip
 
 
-class RewardScores(Stage):
+class RewardScores(Stage[RewardConfig]):
     name = "reward_scores"
     version = "2"  # 2: games = wins + losses, win rate = wins / games; BT fitted to convergence
     inputs = ("reward_responses", "reward_triplets", "reward_judgments", "reward_labels")

@@ -55,7 +55,7 @@ def round_robin(
     return out
 
 
-class RewardTriplets(Stage):
+class RewardTriplets(Stage[RewardConfig]):
     name = "reward_triplets"
     version = "1"
     inputs = ("reward_responses",)
