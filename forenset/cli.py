@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -43,7 +43,7 @@ def _root(
     """Build datasets for explainable AI-generated image detection."""
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     err.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
 
@@ -306,8 +306,13 @@ def split(
         cfg = validate_config(data, f"{run_dir}/config.yaml")
     except ConfigError as e:
         fail(str(e))
-    known = {g.family for g in cfg.generators}
-    unknown = set(cfg.splits.holdout_families) - known
+    from forenset.config import section
+    from forenset.tasks.candidates import Candidates
+    from forenset.tasks.splits import Splits
+
+    sp_cfg = section(cfg, Splits)
+    known = {g.family for g in section(cfg, Candidates)}
+    unknown = set(sp_cfg.holdout_families) - known
     if unknown:
         fail(
             f"unknown generator famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})"
@@ -328,7 +333,7 @@ def split(
         fail(f"cannot write to run directory {run_dir}: {e.strerror or e}")
     ran = {k: v["run"] for k, v in result["stages"].items() if v["run"]}
     console.print(
-        f"Splits regenerated: holdout={cfg.splits.holdout_families} fractions={dict(cfg.splits.fractions)}"
+        f"Splits regenerated: holdout={sp_cfg.holdout_families} fractions={dict(sp_cfg.fractions)}"
     )
     console.print(f"Shards recomputed: {ran or 'none'}; export {result['export']['counts']}")
 
@@ -397,12 +402,12 @@ def status(
         from forenset.store.views import connect, table_names
 
         con = connect(store, table_names(store))
-        for name in st_mod.QUERIES:
-            cols, rows = st_mod.run(con, name)
-            t = Table(title=name.replace("_", " "))
-            for c in cols:
-                t.add_column(c)
-            for r in rows:
+        for query in st_mod.QUERIES:
+            q_cols, q_rows = st_mod.run(con, query)
+            t = Table(title=query.replace("_", " "))
+            for q_col in q_cols:
+                t.add_column(q_col)
+            for r in q_rows:
                 t.add_row(*["" if v is None else str(v) for v in r])
             console.print(t)
 

@@ -150,15 +150,15 @@ UNBOUNDED = Dispatch()  # one shard per task, submitted at once (bare loops, dep
 
 def dispatch_for(cfg: BuildSettings, stage: str) -> Dispatch:
     rc = cfg.runner_for(stage)
-    lost = {"retries": rc.retries, "timeout_s": rc.timeout_s}
     if rc.inflight_tasks() is None:  # deployments batch on their own; external clusters queue
-        return Dispatch(runner=rc.model_dump_json(), **lost)
+        return Dispatch(runner=rc.model_dump_json(), retries=rc.retries, timeout_s=rc.timeout_s)
     return Dispatch(
         runner=rc.model_dump_json(),
         slots=rc.inflight_tasks(),
         min_task_s=rc.task_seconds(),
         max_task_shards=rc.max_task_shards,
-        **lost,
+        retries=rc.retries,
+        timeout_s=rc.timeout_s,
     )
 
 
@@ -253,7 +253,7 @@ class Scheduler:
         st = self.stats[spec.stage]
         st.planned += 1
         existing = self.store.shard_info(spec.stage, spec.shard_id, spec.partition)
-        if shard_valid(existing, spec, self.retry_errors):
+        if existing is not None and shard_valid(existing, spec, self.retry_errors):
             st.skipped += 1
             self.completed(spec, existing, ran=False)
             return
@@ -640,7 +640,7 @@ def _is_done(w: Any, f: Any) -> bool:
     return f.state.is_final()
 
 
-def result_of(fut: Any) -> dict[str, Any]:
+def result_of(fut: Any) -> list[dict[str, Any]]:
     if hasattr(fut, "result") and hasattr(fut, "task_run_id"):
         return fut.result(raise_on_failure=True)
     return fut.result()

@@ -46,7 +46,10 @@ def regions(img: np.ndarray, n: int = 6, min_frac: float = 0.01) -> list[dict[st
     """The n largest coherent segments (Felzenszwalb on a 128-px copy), largest first."""
     h, w = img.shape[:2]
     scale = 128 / max(h, w)
-    small = cv2.resize(img, (max(8, round(w * scale)), max(8, round(h * scale))), cv2.INTER_AREA)
+    # Bilinear: what this has always computed (INTER_AREA was once passed in ``dst``'s place and
+    # ignored); area resampling would move the segments and every table described from them.
+    size = (max(8, round(w * scale)), max(8, round(h * scale)))
+    small = cv2.resize(img, size, interpolation=cv2.INTER_LINEAR)
     from skimage.segmentation import felzenszwalb  # lazy: ~0.4 s, only when describing
 
     seg = felzenszwalb(small, scale=200, sigma=0.8, min_size=int(small.size / 3 * min_frac))

@@ -86,7 +86,7 @@ class Splits(Stage[SplitsConfig]):
     config_model = SplitsConfig
     reads_config = ("generators",)  # the edit generators (planning)
     version = "2"
-    inputs = _ReadsLastGate()  # type: ignore[assignment]
+    inputs = _ReadsLastGate()
     input_columns = {
         "captions": ("image_id", "blob", "caption", "entities"),
         "candidates": FAKE_COLUMNS,

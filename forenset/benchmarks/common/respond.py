@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -160,9 +161,7 @@ class Responder:
     def answer(
         self, stage: Stage, cfg: Any, questions: list[Question], train: list[dict[str, Any]]
     ) -> Answers:
-        return Answers(
-            {q.qid: guarded(lambda q=q: self.answer_one(stage, cfg, q)) for q in questions}
-        )
+        return Answers({q.qid: guarded(partial(self.answer_one, stage, cfg, q)) for q in questions})
 
     def answer_one(self, stage: Stage, cfg: Any, q: Question) -> Answer:
         raise NotImplementedError
@@ -227,7 +226,7 @@ class DetectorAnswers(Responder):
         for q in questions:
             blob = q.item["blob"]
             if blob not in seen:
-                seen[blob] = guarded(lambda blob=blob: explain(blob))
+                seen[blob] = guarded(partial(explain, blob))
             out[q.qid] = seen[blob]
         return Answers(out)
 
@@ -346,7 +345,7 @@ class LLMAnswers(Responder):
                         q.template,
                         q.prompts_dir,
                         images=[image],
-                        response_model=None,  # type: ignore[arg-type] - the reply is free text
+                        response_model=None,  # the reply is free text
                         **q.variables,
                     ),
                 )

@@ -89,7 +89,9 @@ class ConstantResponder(ResponderConfig):
     """Always ``answer`` (also spelled ``belief``), naming no evidence: the floor."""
 
     kind: Literal["constant"] = "constant"
-    answer: Literal["real", "fake"] = Field(
+    # ``belief``: the reward family's older key. pydantic's mypy plugin cannot see the alias
+    # choices, hence the ignore (the field is optional, so the generated __init__ is unaffected).
+    answer: Literal["real", "fake"] = Field(  # type: ignore[pydantic-alias]
         "real", validation_alias=AliasChoices("answer", "belief")
     )
 

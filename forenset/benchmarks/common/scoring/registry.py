@@ -32,7 +32,8 @@ class UnknownMetric(KeyError):
 @cache
 def _load(target: str) -> Scorer:
     module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+    scorer: Scorer = getattr(importlib.import_module(module), attr)
+    return scorer
 
 
 def register(family: str, scorer: Scorer) -> Scorer:

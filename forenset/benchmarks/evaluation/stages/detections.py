@@ -40,6 +40,8 @@ perturbation "<family>:<severity>"), error rows included, so the scores can be s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -172,7 +174,7 @@ class Detections(Stage[EvaluationConfig]):
             if not a.ok:
                 out.append({**base, **a.error_fields(), "elapsed_ms": self._ms(a)})
                 continue
-            out.extend(render(self, base, lambda a=a, base=base: [self.row(d, base, a)]))
+            out.extend(render(self, base, partial(_one, self.row, d, base, a)))
         for key, sentence in got.problems:
             out.append(
                 {
@@ -287,3 +289,8 @@ def simple_text(found: Detection) -> str:
         f"most, in the {found.position}, is still within what a normal photo shows, so the "
         "picture is judged real."
     )
+
+
+def _one(make: Callable[..., dict[str, Any]], *args: Any) -> list[dict[str, Any]]:
+    """``[make(*args)]``: one answer's one row, for ``render`` (bound now, not by a loop variable)."""
+    return [make(*args)]

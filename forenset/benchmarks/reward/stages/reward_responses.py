@@ -23,6 +23,8 @@ image's failure (an error row; the shard goes on).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -133,7 +135,7 @@ class RewardResponses(Stage[RewardConfig]):
             if not a.ok:
                 out.append({**base, **a.error_fields()})
                 continue
-            out.extend(render(self, base, lambda a=a, q=q: [self.answered(p, q.item, a)]))
+            out.extend(render(self, base, partial(_one, self.answered, p, q.item, a)))
         for key, sentence in got.problems:
             out.append(
                 {
@@ -199,3 +201,8 @@ def generic(verdict: str) -> str:
     if verdict == "fake":
         return "The image does not look quite right overall, so it is probably AI-generated."
     return "The image looks like an ordinary photograph overall, so it is probably real."
+
+
+def _one(make: Callable[..., dict[str, Any]], *args: Any) -> list[dict[str, Any]]:
+    """``[make(*args)]``: one answer's one row, for ``render`` (bound now, not by a loop variable)."""
+    return [make(*args)]
