@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from forenset.backends.llm.types import LLMSettings
+from forenset.benchmarks.common.scoring.intervals import IntervalsConfig
 from forenset.confbase import Strict, operational
 
 AUTHOR_TEMPLATE = "fakebench_fault_finding"
@@ -78,6 +79,7 @@ class FakeBenchConfig(Strict):
     judge_rounds: int = Field(5, ge=1, le=20)
     similarity_model: str | None = None  # local sentence encoder folder; None: null
     official: OfficialRelease | None = None  # items from the official release, not the run
+    intervals: IntervalsConfig = IntervalsConfig()  # bootstrap resamples, level, seed, min_n
     prompts_dir: str | None = operational(None)
 
     @field_validator("clue_modes")

@@ -1,7 +1,12 @@
 """fakebench_scores: FakeBench's measures per evaluated model and task (§4.1, Tables 4–7).
 
-A gathering stage, one shard per evaluated model (partition ``answerer``). Each output row scores
-the answers of one (model, task, group):
+A gathering stage, one shard per evaluated model (partition ``answerer``). Long format: each
+output row is one ``metric`` of one (model, task, group) with its ``value``, ``n`` (answers
+scored; FakeQA: questions), a seeded bootstrap interval (``ci_low`` / ``ci_high``, or
+``ci_reason``) over the group's items (FakeQA ``all``: over images, as its mean is per image),
+the ``model`` behind it, ``reason`` when null and ``caveat`` when not meaningful (one class in a
+set that needs both, or fewer than ``fakebench.intervals.min_n`` units). ``details`` holds
+``n_images`` (and ``of``: the measures an average covers). The groups and metrics:
 
 * **FakeClass** (``task = fakeclass``): accuracy, the share of questions whose reply passes the
   exact-match rule of §3.2 (:func:`forenset.benchmarks.fakebench.text.exact_match`: the reply's authenticity
@@ -26,8 +31,9 @@ the answers of one (model, task, group):
 ``judged_average`` (Completeness, Preciseness, Relevance on their 0-2 scale: the "GPT-assisted
 Aver." column) divided by 2 to [0, 1]; e.g. GPT-4V in Table 5: (0.282 + 1.729 / 2) / 2 = 0.573.
 When one side is missing (no judge, no encoder), each side averages what it has and the overall
-is the side present; ``average_of`` names the measures, so such an average is never mistaken for
-the full one.
+is the side present; ``details.of`` names the measures, so such an average is never mistaken for
+the full one. The averages' intervals resample the items once and recompute every measure and
+then the averages on that resample.
 An answer that is an error row (a failed call) is not scored; an item that has no answer at all
 counts as wrong for FakeClass and as an empty text (scored 0) elsewhere: a model cannot gain by
 failing. Without a judge or an encoder the columns are null with the reason. Judge rounds that
@@ -38,15 +44,19 @@ the response cache).
 
 from __future__ import annotations
 
+import json
 import time
+import warnings
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from statistics import fmean
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from forenset.benchmarks.common.scorers.types import Score, null_score
+from forenset.benchmarks.common.scoring.intervals import bootstrap, degenerate, row_seed
 from forenset.benchmarks.fakebench.config import FakeBenchConfig
 from forenset.benchmarks.fakebench.schemas.fakebench_scores import SCHEMA
 from forenset.benchmarks.fakebench.text import exact_match
@@ -58,7 +68,9 @@ OVERLAP = ("bleu1", "bleu2", "rouge_l")
 JUDGED = ("completeness", "preciseness", "relevance")
 MODEL_METRICS = ("similarity", *JUDGED)
 NOT_FAKECLASS = "FakeClass is scored by accuracy only"
-AVERAGES = ("auto_average", "judged_average", "average", "average_of")
+AVERAGES = ("auto_average", "judged_average", "average")
+NO_RESAMPLES = "no interval: fakebench.intervals.resamples is 0"
+NO_CI_ITEMS = "no interval: fewer than two items or no defined resample"
 WITHHELD = "the golden clues are withheld (FakeBench's public release): the verdict only"
 
 
@@ -98,7 +110,9 @@ def overall_average(
 
 class FakeBenchScores(Stage):
     name = "fakebench_scores"
-    version = "2"  # 2: overall = mean of the automatic and the judged average (Tables 5-7)
+    # 2: overall = mean of the automatic and the judged average (Tables 5-7)
+    # 3: long format (one row per metric) with n, bootstrap intervals and caveats
+    version = "3"
     inputs = ("fakebench_items", "fakebench_answers")
     input_columns = {
         "fakebench_items": ("item_id", "task", "sample_id", "label", "form", "question",
@@ -117,7 +131,7 @@ class FakeBenchScores(Stage):
 
     def stage_config(self) -> Any:
         v = fingerprint_view(self.fcfg)
-        return {k: v[k] for k in ("judge", "judge_rounds", "similarity_model")}
+        return {k: v[k] for k in ("judge", "judge_rounds", "similarity_model", "intervals")}
 
     def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
         if not self.fcfg.enabled:
@@ -220,7 +234,9 @@ class FakeBenchScores(Stage):
             if i["task"] == "fakeqa":
                 groups[(i["task"], "dimension", i["dimension"])].append(i)
         rows = [
-            self.group_row(name, key, members, scores) for key, members in sorted(groups.items())
+            r
+            for key, members in sorted(groups.items())
+            for r in self.group_rows(name, key, members, scores)
         ]
         failures = getattr(self, "transient_failures", 0)
         if failures:  # the means above leave those rounds out; a rebuild asks them again
@@ -240,65 +256,160 @@ class FakeBenchScores(Stage):
         for r in rows:
             r.setdefault("status", "ok")
             r.update(backend="scorers", stage_version=self.version, elapsed_ms=ms)
+            r.setdefault("metric", None)
         return self.to_table(rows)
 
-    def group_row(
+    def group_rows(
         self,
         name: str,
         key: tuple[str, str, str],
         members: list[dict[str, Any]],
         scores: dict[str, dict[str, Score]],
-    ) -> dict[str, Any]:
+    ) -> list[dict[str, Any]]:
+        """The group's metrics as long rows (values computed as the wide table did)."""
         task, kind, group = key
-        row: dict[str, Any] = {
-            "score_id": f"{name}/{task}/{kind}={group}",
+        n, n_images = len(members), len({m["sample_id"] for m in members})
+        base = {
             "answerer": name,
             "task": task,
             "group_kind": kind,
             "group": group,
-            "n": len(members),
-            "n_images": len({m["sample_id"] for m in members}),
+            "n": n,
         }
-        if task == "fakeclass":
-            row["accuracy"] = fmean(
-                exact_match(m["form"], m["answer"], m["response"]) for m in members
-            )
-            blank = {m: None for m in (*OVERLAP, "overlap_model", *AVERAGES)}
-            for m in MODEL_METRICS:
-                blank.update({m: None, f"{m}_model": None, f"{m}_reason": NOT_FAKECLASS})
-            return {**row, **blank}
-        if kind == "verdict":  # golden clues withheld (official release): the verdict only
-            row["accuracy"] = fmean(m["verdict"] == m["label"] for m in members)
-            blank = {m: None for m in (*OVERLAP, "overlap_model", *AVERAGES)}
-            for m in MODEL_METRICS:
-                blank.update({m: None, f"{m}_model": None, f"{m}_reason": WITHHELD})
-            return {**row, **blank}
-        # FakeClue: the verdict after the reasoning; FakeQA has no verdict
-        row["accuracy"] = (
-            fmean(m["verdict"] == m["label"] for m in members)
-            if task == "fakeclue" and group == "inference"
-            else None
-        )
+        iv = self.fcfg.intervals
+        # a subset by label or generator is one class by design (Table 4's real / fake columns)
+        classes = None if kind in ("label", "generator") else [m["label"] for m in members]
+        one_class = degenerate(n, 1, classes, ("real", "fake")) if classes else None
         per_image = task == "fakeqa" and kind == "all"
+        units = n_images if per_image else n
+        few = degenerate(units, iv.min_n)
+        if few and per_image:
+            few = f"{units} images (FakeQA averages per image) is below the minimum of {iv.min_n}"
+        details = {"n_images": n_images}
+        prefix = f"{name}/{task}/{kind}={group}"
+
+        def row(metric: str, value: float | None, **kw: Any) -> dict[str, Any]:
+            out = {
+                **base,
+                "score_id": f"{prefix}/{metric}",
+                "metric": metric,
+                "value": value,
+                "ci_low": None,
+                "ci_high": None,
+                "ci_reason": None,
+                "model": None,
+                "reason": None,
+                "caveat": None,
+                "details": json.dumps(details, sort_keys=True),
+            }
+            out.update(kw)
+            ci = out.pop("ci", None)
+            if ci is not None:
+                out["ci_low"], out["ci_high"] = ci
+            elif value is None:
+                out["ci_reason"] = f"no interval: {out['reason']}"
+            else:
+                out["ci_reason"] = NO_RESAMPLES if iv.resamples < 1 else NO_CI_ITEMS
+            return out
+
+        def ci(x: np.ndarray, stat: Callable[[np.ndarray], np.ndarray], metric: str) -> Any:
+            seed = row_seed(self.ctx.seed if iv.seed is None else iv.seed, f"{prefix}/{metric}")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN resample columns
+                return bootstrap(x, stat, resamples=iv.resamples, level=iv.level, seed=seed)
+
+        def acc_row(hits: list[bool]) -> dict[str, Any]:
+            x = np.asarray(hits, dtype=float)
+            return row(
+                "accuracy", fmean(hits), ci=ci(x, lambda a: a[..., 0].mean(axis=1), "accuracy"),
+                caveat=one_class or few,
+            )  # fmt: skip
+
+        if task == "fakeclass":
+            return [acc_row([exact_match(m["form"], m["answer"], m["response"]) for m in members])]
+        if kind == "verdict":  # golden clues withheld (official release): the verdict only
+            out = [acc_row([m["verdict"] == m["label"] for m in members])]
+            return out + [row(m, None, reason=WITHHELD) for m in MODEL_METRICS]
+        out = []
+        # FakeClue: the verdict after the reasoning; FakeQA has no verdict
+        if task == "fakeclue" and group == "inference":
+            out.append(acc_row([m["verdict"] == m["label"] for m in members]))
+        wide: dict[str, Any] = {}
+        models: dict[str, str | None] = {}
+        reasons: dict[str, str | None] = {}
 
         def mean(ms: list[dict[str, Any]], metric: str) -> float | None:
             return self._mean(ms, metric, scores, per_image)
 
         for metric in OVERLAP:
-            row[metric] = mean(members, metric)
-        row["overlap_model"] = scores[members[0]["item_id"]]["bleu1"].model
+            wide[metric] = mean(members, metric)
+            models[metric] = scores[members[0]["item_id"]]["bleu1"].model
         for metric in MODEL_METRICS:
             got = [scores[m["item_id"]][metric] for m in members]
             ok = [s for s in got if s.ok]
-            row[f"{metric}_model"] = ",".join(sorted({s.model for s in got if s.model})) or None
+            models[metric] = ",".join(sorted({s.model for s in got if s.model})) or None
             if ok:
-                row[metric] = mean([m for m, s in zip(members, got, strict=True) if s.ok], metric)
-                row[f"{metric}_reason"] = None
+                wide[metric] = mean([m for m, s in zip(members, got, strict=True) if s.ok], metric)
             else:
-                row[metric] = None
-                row[f"{metric}_reason"] = next(s.reason for s in got)
-        row.update(zip(AVERAGES, overall_average(row), strict=True))
-        return row
+                wide[metric] = None
+                reasons[metric] = next(s.reason for s in got)
+        auto, judged, overall, of = overall_average(wide)
+        # per unit (item; FakeQA all: image) x metric, NaN where the item has no score
+        metrics = (*AUTOMATIC, *JUDGED)
+        unit_of = [m["sample_id"] if per_image else m["item_id"] for m in members]
+        order = list(dict.fromkeys(unit_of))
+        cells: dict[str, list[list[float]]] = {u: [[] for _ in metrics] for u in order}
+        for m, u in zip(members, unit_of, strict=True):
+            for j, metric in enumerate(metrics):
+                v = scores[m["item_id"]][metric].value
+                if v is not None:
+                    cells[u][j].append(v)
+        x = np.asarray(
+            [[fmean(vs) if vs else np.nan for vs in cells[u]] for u in order], dtype=float
+        ).reshape(-1, len(metrics))
+        used = [j for j, metric in enumerate(metrics) if wide.get(metric) is not None]
+
+        def col(j: int) -> Callable[[np.ndarray], np.ndarray]:
+            return lambda a: np.nanmean(a[..., j], axis=1)
+
+        def averages(a: np.ndarray) -> np.ndarray:
+            means = np.nanmean(a, axis=1)  # (b, metrics)
+            auto_j = [j for j in used if metrics[j] in AUTOMATIC]
+            judged_j = [j for j in used if metrics[j] in JUDGED]
+            sides = []
+            if auto_j:
+                sides.append(means[:, auto_j].mean(axis=1))
+            if judged_j:
+                sides.append(means[:, judged_j].mean(axis=1) / 2)
+            return np.column_stack(
+                [
+                    sides[0] if auto_j else np.full(len(a), np.nan),
+                    means[:, judged_j].mean(axis=1) if judged_j else np.full(len(a), np.nan),
+                    np.mean(sides, axis=0) if sides else np.full(len(a), np.nan),
+                ]
+            )
+
+        for j, metric in enumerate(metrics):
+            v = wide.get(metric)
+            out.append(
+                row(
+                    metric, v, model=models.get(metric),
+                    reason=reasons.get(metric) if v is None else None,
+                    ci=ci(x, col(j), metric) if v is not None else None,
+                    caveat=few if v is not None else None,
+                )
+            )  # fmt: skip
+        for k, (metric, v) in enumerate(zip(AVERAGES, (auto, judged, overall), strict=True)):
+            reason = None if v is not None else "none of its measures has a value"
+            out.append(
+                row(
+                    metric, v, reason=reason,
+                    ci=ci(x, lambda a, k=k: averages(a)[:, k], metric) if v is not None else None,
+                    caveat=few if v is not None else None,
+                    details=json.dumps({**details, "of": of}, sort_keys=True),
+                )
+            )  # fmt: skip
+        return out
 
     @staticmethod
     def _mean(
