@@ -40,9 +40,11 @@ SPECS: dict[str, dict[str, Any]] = {
         "metrics": ("accuracy", "bleu1", "bleu2", "rouge_l", "similarity", "completeness",
                     "preciseness", "relevance", "auto_average", "judged_average", "average"),
         "models": ("similarity", "completeness", "preciseness", "relevance"),
-        "n_of": None,  # every metric row carries the group's n
+        # the old n (answers of the group) is every metric row's details.n_items (its own n
+        # counts the units behind the value: items with a value, FakeQA all: images)
+        "n_of": "details.n_items",
         # old column -> (metric, details key) in the long row's JSON details
-        "details": {"average_of": ("average", "of"), "n_images": ("accuracy", "n_images")},
+        "details": {"average_of": ("average", "of"), "n_images": ("bleu1", "n_images")},
     },
 }  # fmt: skip
 
@@ -76,10 +78,10 @@ def unpivot(rows: list[dict[str, Any]], spec: dict[str, Any]) -> dict[tuple, dic
         head = spec.get("headline", {}).get(r.get("table"))
         if head and r.get("value") is not None:
             put(head, value=float(r["value"]))
-        if spec.get("n_of") is None:
+        if isinstance(spec.get("n_of"), str):
             for m in spec["metrics"]:
                 if (*key, m) in out:
-                    put(m, n=r["n"])
+                    put(m, **{spec["n_of"]: r["n"]})
         else:
             target = spec["n_of"].get(r.get("table"))
             if target and r.get("n") is not None:

@@ -16,21 +16,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from forenset.benchmarks.common.scoring import metric_names, scorers
+
 DASH = "\u2014"
 CLASS_HEADERS = ("model", "n", "Acc", "Acc real", "Acc fake", "Acc yes/no", "Acc what")
-TEXT_METRICS = (
-    ("bleu1", "B.-1"),
-    ("bleu2", "B.-2"),
-    ("rouge_l", "R.-L"),
-    ("similarity", "Sim."),
-    ("auto_average", "Aver. (auto)"),
-    ("completeness", "Comp."),
-    ("preciseness", "Prec."),
-    ("relevance", "Rele."),
-    ("judged_average", "Aver. (judged, 0-2)"),
-    ("average", "Overall"),
-)
-METRICS = ("accuracy", *(m for m, _ in TEXT_METRICS))
+# Tables 5-7's columns: the registry's fakebench metrics in its order, with their headers
+TEXT_METRICS = tuple((s.name, s.header) for s in scorers("fakebench") if s.name != "accuracy")
+METRICS = tuple(metric_names("fakebench"))
 TEXT_HEADERS = ("model", "n", *(h for _, h in TEXT_METRICS))
 CLUE_HEADERS = ("model", "mode", *TEXT_HEADERS[1:], "Acc (CoT verdict)")
 
@@ -66,7 +58,8 @@ def _cell(r: dict[str, Any] | None, pct: bool, caveats: list[str], where: str) -
 
 def pivot_scores(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Long ``fakebench_scores`` rows back to one dict per group, keyed
-    ``<answerer>/<task>/<group_kind>=<group>``: the group columns, ``n``, and per metric its
+    ``<answerer>/<task>/<group_kind>=<group>``: the group columns, ``n`` (the group's answers;
+    each metric row's own ``n`` counts the units behind its value), and per metric its
     value, ``<metric>_model``, ``<metric>_reason`` and the whole row as ``<metric>_row``
     (``average_of`` from the averages' details)."""
     out: dict[str, dict[str, Any]] = {}
@@ -86,6 +79,7 @@ def pivot_scores(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             r["value"], r["model"], r["reason"], r,
         )  # fmt: skip
         details = json.loads(r.get("details") or "{}")
+        g["n"] = details.get("n_items", g["n"])  # the group's answers (FakeQA: questions)
         g["n_images"] = details.get("n_images")
         if m == "average":
             g["average_of"] = details.get("of")

@@ -1,12 +1,15 @@
 """fakebench_scores: FakeBench's measures per evaluated model and task (§4.1, Tables 4–7).
 
 A gathering stage, one shard per evaluated model (partition ``answerer``). Long format: each
-output row is one ``metric`` of one (model, task, group) with its ``value``, ``n`` (answers
-scored; FakeQA: questions), a seeded bootstrap interval (``ci_low`` / ``ci_high``, or
-``ci_reason``) over the group's items (FakeQA ``all``: over images, as its mean is per image),
-the ``model`` behind it, ``reason`` when null and ``caveat`` when not meaningful (one class in a
-set that needs both, or fewer than ``fakebench.intervals.min_n`` units). ``details`` holds
-``n_images`` (and ``of``: the measures an average covers). The groups and metrics:
+output row is one ``metric`` of one (model, task, group), scored by the registry's
+``fakebench`` scorers (:mod:`forenset.benchmarks.fakebench.scorers`) with
+:func:`~forenset.benchmarks.common.scoring.score_rows`: its ``value``, ``n`` (the units behind
+it: items with a value; FakeQA ``all``: images, as its mean is per image), a seeded bootstrap
+interval over those units (``ci_low`` / ``ci_high``, or ``ci_reason``), the ``model`` behind it,
+``reason`` when null and ``caveat`` when not meaningful (one class in a set that needs both, or
+fewer than ``fakebench.intervals.min_n`` units). ``details`` holds ``n_items`` (answers scored;
+FakeQA: questions), ``n_images`` and, for the averages, ``of`` (the measures covered). The groups
+and metrics:
 
 * **FakeClass** (``task = fakeclass``): accuracy, the share of questions whose reply passes the
   exact-match rule of §3.2 (:func:`forenset.benchmarks.fakebench.text.exact_match`: the reply's authenticity
@@ -46,66 +49,33 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from collections import defaultdict
-from collections.abc import Callable, Sequence
 from statistics import fmean
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from forenset.benchmarks.common.scorers.types import Score, null_score
-from forenset.benchmarks.common.scoring.intervals import bootstrap, degenerate, row_seed
+from forenset.benchmarks.common.scoring.intervals import degenerate
 from forenset.benchmarks.fakebench.config import FakeBenchConfig
 from forenset.benchmarks.fakebench.schemas.fakebench_scores import SCHEMA
+from forenset.benchmarks.fakebench.scorers import (
+    JUDGED,
+    MEASURES,
+    MODEL_METRICS,
+    overall_average,  # noqa: F401 - imported from here by callers (tests, docs)
+)
 from forenset.benchmarks.fakebench.text import exact_match
 from forenset.confbase import fingerprint_view
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage
 
-OVERLAP = ("bleu1", "bleu2", "rouge_l")
-JUDGED = ("completeness", "preciseness", "relevance")
-MODEL_METRICS = ("similarity", *JUDGED)
-NOT_FAKECLASS = "FakeClass is scored by accuracy only"
-AVERAGES = ("auto_average", "judged_average", "average")
-NO_RESAMPLES = "no interval: fakebench.intervals.resamples is 0"
-NO_CI_ITEMS = "no interval: fewer than two items or no defined resample"
 WITHHELD = "the golden clues are withheld (FakeBench's public release): the verdict only"
 
 
 def withheld(item: dict[str, Any]) -> bool:
     """A FakeClue inference item of the official release without its golden clue."""
     return item["task"] == "fakeclue" and item.get("golden_source") == "withheld"
-
-
-def image_mean(values: Sequence[tuple[str, float]]) -> float:
-    """Mean over images of the mean over each image's values (FakeQA, §3.5)."""
-    per: dict[str, list[float]] = defaultdict(list)
-    for image, v in values:
-        per[image].append(v)
-    return fmean(fmean(vs) for vs in per.values())
-
-
-AUTOMATIC = (*OVERLAP, "similarity")
-
-
-def overall_average(
-    row: dict[str, Any],
-) -> tuple[float | None, float | None, float | None, str | None]:
-    """(automatic Aver., judged Aver. on 0-2, overall on 0-1, the measures used), as FakeBench's
-    Tables 5-7: overall = (automatic Aver. + judged Aver. / 2) / 2 (§4.1: "the average of
-    automatic and GPT-assisted measures scaled to the range of [0,1]"). A side with no measure
-    is None and the overall is the other side alone."""
-    auto = [row[m] for m in AUTOMATIC if row.get(m) is not None]
-    judged = [row[m] for m in JUDGED if row.get(m) is not None]
-    a = fmean(auto) if auto else None
-    j = fmean(judged) if judged else None
-    sides = [v for v in (a, None if j is None else j / 2) if v is not None]
-    if not sides:
-        return None, None, None, None
-    used = [m for m in (*AUTOMATIC, *JUDGED) if row.get(m) is not None]
-    return a, j, fmean(sides), ",".join(used)
 
 
 class FakeBenchScores(Stage):
@@ -266,158 +236,81 @@ class FakeBenchScores(Stage):
         members: list[dict[str, Any]],
         scores: dict[str, dict[str, Score]],
     ) -> list[dict[str, Any]]:
-        """The group's metrics as long rows (values computed as the wide table did)."""
+        """The group's metrics as long rows, scored by the registry's ``fakebench`` scorers
+        over the group's units (items; FakeQA ``all``: images)."""
+        from forenset.benchmarks.common.scoring import metric_names, score_rows, scorer
+
         task, kind, group = key
-        n, n_images = len(members), len({m["sample_id"] for m in members})
-        base = {
-            "answerer": name,
-            "task": task,
-            "group_kind": kind,
-            "group": group,
-            "n": n,
-        }
-        iv = self.fcfg.intervals
-        # a subset by label or generator is one class by design (Table 4's real / fake columns)
-        classes = None if kind in ("label", "generator") else [m["label"] for m in members]
-        one_class = degenerate(n, 1, classes, ("real", "fake")) if classes else None
-        per_image = task == "fakeqa" and kind == "all"
-        units = n_images if per_image else n
-        few = degenerate(units, iv.min_n)
-        if few and per_image:
-            few = f"{units} images (FakeQA averages per image) is below the minimum of {iv.min_n}"
-        details = {"n_images": n_images}
+        fields = {"answerer": name, "task": task, "group_kind": kind, "group": group}
         prefix = f"{name}/{task}/{kind}={group}"
-
-        def row(metric: str, value: float | None, **kw: Any) -> dict[str, Any]:
-            out = {
-                **base,
-                "score_id": f"{prefix}/{metric}",
-                "metric": metric,
-                "value": value,
-                "ci_low": None,
-                "ci_high": None,
-                "ci_reason": None,
-                "model": None,
-                "reason": None,
-                "caveat": None,
-                "details": json.dumps(details, sort_keys=True),
-            }
-            out.update(kw)
-            ci = out.pop("ci", None)
-            if ci is not None:
-                out["ci_low"], out["ci_high"] = ci
-            elif value is None:
-                out["ci_reason"] = f"no interval: {out['reason']}"
-            else:
-                out["ci_reason"] = NO_RESAMPLES if iv.resamples < 1 else NO_CI_ITEMS
-            return out
-
-        def ci(x: np.ndarray, stat: Callable[[np.ndarray], np.ndarray], metric: str) -> Any:
-            seed = row_seed(self.ctx.seed if iv.seed is None else iv.seed, f"{prefix}/{metric}")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN resample columns
-                return bootstrap(x, stat, resamples=iv.resamples, level=iv.level, seed=seed)
-
-        def acc_row(hits: list[bool]) -> dict[str, Any]:
-            x = np.asarray(hits, dtype=float)
-            return row(
-                "accuracy", fmean(hits), ci=ci(x, lambda a: a[..., 0].mean(axis=1), "accuracy"),
-                caveat=one_class or few,
-            )  # fmt: skip
-
         if task == "fakeclass":
-            return [acc_row([exact_match(m["form"], m["answer"], m["response"]) for m in members])]
-        if kind == "verdict":  # golden clues withheld (official release): the verdict only
-            out = [acc_row([m["verdict"] == m["label"] for m in members])]
-            return out + [row(m, None, reason=WITHHELD) for m in MODEL_METRICS]
-        out = []
-        # FakeClue: the verdict after the reasoning; FakeQA has no verdict
-        if task == "fakeclue" and group == "inference":
-            out.append(acc_row([m["verdict"] == m["label"] for m in members]))
-        wide: dict[str, Any] = {}
-        models: dict[str, str | None] = {}
-        reasons: dict[str, str | None] = {}
-
-        def mean(ms: list[dict[str, Any]], metric: str) -> float | None:
-            return self._mean(ms, metric, scores, per_image)
-
-        for metric in OVERLAP:
-            wide[metric] = mean(members, metric)
-            models[metric] = scores[members[0]["item_id"]]["bleu1"].model
-        for metric in MODEL_METRICS:
-            got = [scores[m["item_id"]][metric] for m in members]
-            ok = [s for s in got if s.ok]
-            models[metric] = ",".join(sorted({s.model for s in got if s.model})) or None
-            if ok:
-                wide[metric] = mean([m for m, s in zip(members, got, strict=True) if s.ok], metric)
-            else:
-                wide[metric] = None
-                reasons[metric] = next(s.reason for s in got)
-        auto, judged, overall, of = overall_average(wide)
-        # per unit (item; FakeQA all: image) x metric, NaN where the item has no score
-        metrics = (*AUTOMATIC, *JUDGED)
-        unit_of = [m["sample_id"] if per_image else m["item_id"] for m in members]
-        order = list(dict.fromkeys(unit_of))
-        cells: dict[str, list[list[float]]] = {u: [[] for _ in metrics] for u in order}
-        for m, u in zip(members, unit_of, strict=True):
-            for j, metric in enumerate(metrics):
-                v = scores[m["item_id"]][metric].value
-                if v is not None:
-                    cells[u][j].append(v)
-        x = np.asarray(
-            [[fmean(vs) if vs else np.nan for vs in cells[u]] for u in order], dtype=float
-        ).reshape(-1, len(metrics))
-        used = [j for j, metric in enumerate(metrics) if wide.get(metric) is not None]
-
-        def col(j: int) -> Callable[[np.ndarray], np.ndarray]:
-            return lambda a: np.nanmean(a[..., j], axis=1)
-
-        def averages(a: np.ndarray) -> np.ndarray:
-            means = np.nanmean(a, axis=1)  # (b, metrics)
-            auto_j = [j for j in used if metrics[j] in AUTOMATIC]
-            judged_j = [j for j in used if metrics[j] in JUDGED]
-            sides = []
-            if auto_j:
-                sides.append(means[:, auto_j].mean(axis=1))
-            if judged_j:
-                sides.append(means[:, judged_j].mean(axis=1) / 2)
-            return np.column_stack(
-                [
-                    sides[0] if auto_j else np.full(len(a), np.nan),
-                    means[:, judged_j].mean(axis=1) if judged_j else np.full(len(a), np.nan),
-                    np.mean(sides, axis=0) if sides else np.full(len(a), np.nan),
-                ]
-            )
-
-        for j, metric in enumerate(metrics):
-            v = wide.get(metric)
-            out.append(
-                row(
-                    metric, v, model=models.get(metric),
-                    reason=reasons.get(metric) if v is None else None,
-                    ci=ci(x, col(j), metric) if v is not None else None,
-                    caveat=few if v is not None else None,
-                )
-            )  # fmt: skip
-        for k, (metric, v) in enumerate(zip(AVERAGES, (auto, judged, overall), strict=True)):
-            reason = None if v is not None else "none of its measures has a value"
-            out.append(
-                row(
-                    metric, v, reason=reason,
-                    ci=ci(x, lambda a, k=k: averages(a)[:, k], metric) if v is not None else None,
-                    caveat=few if v is not None else None,
-                    details=json.dumps({**details, "of": of}, sort_keys=True),
-                )
-            )  # fmt: skip
-        return out
+            units = [
+                {"label": m["label"], "hit": float(exact_match(m["form"], m["answer"],
+                                                               m["response"]))}
+                for m in members
+            ]  # fmt: skip
+            chosen = {"accuracy"}
+        elif kind == "verdict":  # golden clues withheld (official release): the verdict only
+            units = [
+                {"label": m["label"], "hit": float(m["verdict"] == m["label"])} for m in members
+            ]
+            chosen = {"accuracy"}
+        else:
+            units = self.units(members, scores, task == "fakeqa" and kind == "all")
+            chosen = set(metric_names("fakebench")) - {"accuracy"}
+            if task == "fakeclue" and group == "inference":  # the verdict after the reasoning
+                chosen.add("accuracy")
+                for u, m in zip(units, members, strict=True):
+                    u["hit"] = float(m["verdict"] == m["label"])
+        scorers = [scorer("fakebench", n) for n in metric_names("fakebench") if n in chosen]
+        rows = score_rows(fields, prefix, units, scorers, self.fcfg.intervals, self.ctx.seed)
+        extra = {"n_items": len(members), "n_images": len({m["sample_id"] for m in members})}
+        # Table 4's real / fake and per-generator columns are one class by design; every other
+        # accuracy needs both classes to be a detection score
+        one_class = (
+            None
+            if kind in ("label", "generator")
+            else degenerate(len(units), 1, [u["label"] for u in units], ("real", "fake"))
+        )
+        for r in rows:
+            r["details"] = json.dumps({**json.loads(r["details"] or "{}"), **extra}, sort_keys=True)
+            if r["metric"] == "accuracy" and one_class and r["value"] is not None:
+                r["caveat"] = one_class
+            if r["value"] is None:
+                r["caveat"] = None  # a null value is a dash with its reason, not a caveat
+        if kind == "verdict":
+            rows += [
+                {**fields, "score_id": f"{prefix}/{m}", "metric": m, "value": None, "n": 0,
+                 "ci_low": None, "ci_high": None, "ci_reason": "no value", "model": None,
+                 "reason": WITHHELD, "caveat": None, "details": json.dumps(extra, sort_keys=True)}
+                for m in MODEL_METRICS
+            ]  # fmt: skip
+        return rows
 
     @staticmethod
-    def _mean(
-        members: list[dict[str, Any]], metric: str, scores: dict[str, dict[str, Score]],
-        per_image: bool,
-    ) -> float | None:  # fmt: skip
-        vals = [(m["sample_id"], scores[m["item_id"]][metric].value) for m in members]
-        vals = [(k, v) for k, v in vals if v is not None]
-        if not vals:
-            return None
-        return image_mean(vals) if per_image else fmean(v for _, v in vals)
+    def units(
+        members: list[dict[str, Any]], scores: dict[str, dict[str, Score]], per_image: bool
+    ) -> list[dict[str, Any]]:
+        """The scorers' units: each item with its scores, or (``per_image``) each image with the
+        mean of its questions' values per measure (§3.5), null with the reason when none has one."""
+        if not per_image:
+            return [{"label": m["label"], "scores": scores[m["item_id"]]} for m in members]
+        images: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for m in members:
+            images[m["sample_id"]].append(m)
+        out = []
+        for ms in images.values():
+            unit: dict[str, Score] = {}
+            for metric in MEASURES:
+                got = [scores[m["item_id"]][metric] for m in ms]
+                ok = [x.value for x in got if x.value is not None]
+                model = next((x.model for x in got if x.model), "")
+                backend = next((x.backend for x in got if x.backend), "")
+                unit[metric] = (
+                    Score(metric, fmean(ok), model, backend)
+                    if ok
+                    else null_score(metric, next(x.reason for x in got) or "no value",
+                                    model=model, backend=backend)
+                )  # fmt: skip
+            out.append({"label": ms[0]["label"], "scores": unit})
+        return out
