@@ -304,18 +304,21 @@ def explanation_section(con: Any, seed: int) -> str:
 def evaluation_section(store: RunStore, con: Any) -> str:
     """Table 5 (XPlainVerse) and F1 ID vs OOD per detector and track; empty without
     ``eval_scores`` (the evaluation is opt-in)."""
-    from forenset.benchmarks.evaluation.report import DASH, HEADERS, table5
+    from forenset.benchmarks.evaluation.report import table5
 
     if not store.manifest("eval_scores"):
         return ""
     t5 = table5(con)
     if t5 is None:
         return ""
-    out = "<h2>Evaluation (XPlainVerse Table 5: F1 %, explanation scores ID / OOD)</h2>"
-    out += table(HEADERS, t5.rows)
+    out = (
+        "<h2>Evaluation (XPlainVerse Table 5: detection %, explanation scores; "
+        "value [95 % bootstrap interval])</h2>"
+    )
+    out += table(t5.headers, t5.rows)
     if t5.models:
         out += "<p>models: " + html.escape("; ".join(t5.models)) + "</p>"
-    notes = [f"{DASH} {h}: {why} ({', '.join(w)})" for (h, why), w in t5.reasons.items()]
+    notes = t5.notes()
     if notes:
         out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
     labels, values = [], []
@@ -338,7 +341,7 @@ def evaluation_section(store: RunStore, con: Any) -> str:
 def robustness_section(con: Any) -> str:
     """Accuracy per perturbation family and per propagation level (plots) and the table of
     every robustness group; empty when only clean items were scored."""
-    from forenset.benchmarks.evaluation.report import ROBUST_HEADERS, grouped_bars, robustness
+    from forenset.benchmarks.evaluation.report import grouped_bars, robustness
 
     rb = robustness(con)
     if rb is None:
@@ -350,7 +353,7 @@ def robustness_section(con: Any) -> str:
     if rb.by_level:
         fig = grouped_bars(rb.by_level, "Accuracy (%) per propagation level", "re-sharing rounds")
         out += img_tag(_fig_uri(fig), "accuracy per propagation level")
-    return out + table(ROBUST_HEADERS, rb.rows)
+    return out + table(rb.headers, rb.rows)
 
 
 def reward_section(store: RunStore, con: Any) -> str:

@@ -72,3 +72,28 @@ def test_the_recipe_metric_is_scored_and_pivoted(words_metric):
     p = scoring.pivot(rows, ["detector", "track"], scoring.scorers("evaluation"))
     assert p.headers[-1] == "words"
     assert p.rows[0][-1].startswith(f"{w['value']:.3f} [")
+
+
+def test_the_recipe_metric_reaches_the_stage_cli_and_report(words_metric, tmp_path):
+    """Built by eval_scores (no stage change), printed by ``forenset eval`` and the report."""
+    from typer.testing import CliRunner
+
+    from forenset.cli import app
+    from forenset.report.html import evaluation_section
+    from forenset.store.views import connect
+    from tests.stages.test_eval_scores import ITEMS, run_stage
+
+    store, _, _, out = run_stage(tmp_path)
+    a = out["d1/complex/id/all=all"]
+    texts = [cx for es, *_x, cx, _sx in ITEMS if es == "id"]
+    want = sum(len((t or "").split()) for t in texts) / len(texts)
+    assert a[words_metric] == pytest.approx(want) and a[f"{words_metric}_n"] == len(texts)
+    assert a[f"{words_metric}_ci_low"] <= a[words_metric] <= a[f"{words_metric}_ci_high"]
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    header = next(ln for ln in res.output.splitlines() if "detector" in ln)
+    assert header.rstrip(" ┃|").endswith("words")
+    row = next(ln for ln in res.output.splitlines() if "complex" in ln and " ID " in ln)
+    assert f"{a[words_metric]:.3f} [" in row
+    section = evaluation_section(store, connect(store, ["eval_scores"]))
+    assert "<th>words</th>" in section

@@ -1,24 +1,31 @@
-"""The evaluation family's explanation metrics are declared once (``EXPLANATION_METRICS`` in its
-eval_scores schema): the stage's metric lists, the table's columns and the report's headers all
-follow that list, in its order (issue 30: they were three hand-kept lists)."""
+"""The evaluation family's metrics are declared once, in the scorer registry: the stage writes a
+row per registered metric of a group's track, and Table 5's columns follow the registry's order
+and headers (issue 30: they were three hand-kept lists)."""
 
 from __future__ import annotations
 
-from forenset.benchmarks.evaluation import report
-from forenset.benchmarks.evaluation.schemas.eval_scores import EXPLANATION_METRICS, SCHEMA
-from forenset.benchmarks.evaluation.stages import eval_scores
-
-
-def test_stage_schema_and_report_follow_the_one_list():
-    names = [m.name for m in EXPLANATION_METRICS]
-    assert list(eval_scores.METRICS) == names
-    for track, metrics in eval_scores.TRACK_METRICS.items():
-        assert list(metrics) == [m.name for m in EXPLANATION_METRICS if track in m.tracks]
-    cols = [c for c in SCHEMA.names if any(c.startswith(n) for n in names)]
-    assert cols == [f"{n}{s}" for n in names for s in ("", "_model", "_backend", "_reason")]
-    assert report.HEADERS[4:] == tuple(m.header for m in EXPLANATION_METRICS)
+from forenset.benchmarks.common.scoring import scorers
+from forenset.benchmarks.evaluation.report import table5
+from forenset.store.views import connect
+from tests.stages.test_eval_scores import run_stage
 
 
 def test_every_metric_scores_a_known_track():
-    for m in EXPLANATION_METRICS:
-        assert m.tracks and set(m.tracks) <= {"complex", "simple"}, m
+    for s in scorers("evaluation"):
+        assert set(s.scope.get("track", ("complex", "simple"))) <= {"complex", "simple"}, s
+
+
+def test_stage_rows_and_table5_columns_follow_the_registry(tmp_path):
+    store, _, _, out = run_stage(tmp_path)
+    for track in ("complex", "simple"):
+        want = [s.name for s in scorers("evaluation") if track in s.scope.get("track", (track,))]
+        row = out[f"d1/{track}/id/all=all"]
+        assert [m for m in (s.name for s in scorers("evaluation")) if m in row] == want
+    t5 = table5(connect(store, ["eval_scores"]))
+    assert t5.headers == [
+        "detector",
+        "track",
+        "set",
+        "n",
+        *(s.header for s in scorers("evaluation")),
+    ]

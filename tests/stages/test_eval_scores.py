@@ -13,9 +13,13 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
+from forenset.benchmarks.common.scoring.detection import NO_FAKES
+from forenset.benchmarks.common.scoring.intervals import NO_REALS
+from forenset.benchmarks.common.scoring.pivot import wide_rows
 from forenset.benchmarks.evaluation.schemas.detections import SCHEMA as DETECTIONS
+from forenset.benchmarks.evaluation.schemas.eval_scores import GROUP_FIELDS
 from forenset.benchmarks.evaluation.schemas.eval_sets import SCHEMA as EVAL_SETS
-from forenset.benchmarks.evaluation.stages.eval_scores import NO_FAKES, EvalScores
+from forenset.benchmarks.evaluation.stages.eval_scores import EvalScores
 from forenset.cli import app
 from forenset.config import validate_config
 from forenset.schemas.explanations import SCHEMA as EXPLANATIONS
@@ -144,12 +148,18 @@ def write_gold(store: RunStore, gold, shard_id="import-a"):
     store.write_manifest("gold_references", [info])
 
 
-def run_stage(tmp_path, scorers=None, enabled=True, propagated=(), perturbed=(), gold=None):
+# every value shown (the sets here are a few items), intervals on few resamples
+SMALL = {"min_n": 1, "resamples": 200}
+
+
+def run_stage(
+    tmp_path, scorers=None, enabled=True, propagated=(), perturbed=(), gold=None, intervals=SMALL
+):
+    """Build eval_scores; ``out`` holds its long rows pivoted back to one wide row per group
+    (``wide_rows``: ``<metric>``, ``<metric>_reason`` / ``_model`` / ``_n`` / ``_caveat`` ...)."""
+    evaluation = {"enabled": enabled, "fakes": 4, "reals": 2, "scorers": scorers or {}}
     cfg = validate_config(
-        small_config_dict(
-            tmp_path / "run",
-            evaluation={"enabled": enabled, "fakes": 4, "reals": 2, "scorers": scorers or {}},
-        )
+        small_config_dict(tmp_path / "run", evaluation={**evaluation, "intervals": intervals})
     )
     store = RunStore(str(tmp_path / "run"))
     if gold is not None:
@@ -159,11 +169,9 @@ def run_stage(tmp_path, scorers=None, enabled=True, propagated=(), perturbed=(),
     done = [execute_shard(stage, s) for s in specs]
     schema = base64.b64encode(stage.output_schema.serialize().to_pybytes()).decode()
     store.write_manifest("eval_scores", done, {"schema": schema})
-    out = {}
-    for info in done:
-        for r in store.read_shard(info).to_pylist():
-            out[r["score_id"]] = r
-    return store, stage, specs, out
+    long = [r for info in done for r in store.read_shard(info).to_pylist()]
+    assert len({r["score_id"] for r in long}) == len(long)
+    return store, stage, specs, wide_rows(long, GROUP_FIELDS)
 
 
 @pytest.fixture(scope="module")
@@ -182,11 +190,14 @@ def test_detection_f1_and_accuracy_by_hand(tmp_path):
         assert (a["tp"], a["fn"], a["fp"], a["tn"], a["n"], a["n_unparsed"]) == (2, 2, 2, 1, 7, 2)
         assert a["f1"] == pytest.approx(2 * 2 / (2 * 2 + 2 + 2))  # 0.5
         assert a["accuracy"] == pytest.approx(3 / 7)
-        assert a["detection_model"].startswith("scikit-learn-")
+        assert a["f1_model"].startswith("scikit-learn-") and a["f1_backend"] == "offline"
+        for m in ("f1", "accuracy"):  # seeded bootstrap interval around the value
+            assert a[f"{m}_ci_low"] <= a[m] <= a[f"{m}_ci_high"] and a[f"{m}_caveat"] is None
         ga = out[f"d1/{track}/id/generator=gen-a"]  # TP, FN
         assert ga["f1"] == pytest.approx(2 / 3) and ga["accuracy"] == pytest.approx(0.5)
         gb = out[f"d1/{track}/id/generator_family=fam-b"]  # FN (unparseable), TP
         assert gb["f1"] == pytest.approx(2 / 3) and gb["n_unparsed"] == 1
+        assert ga["f1_caveat"] == NO_REALS  # a generator's fakes only: not a detection score
         real = out[f"d1/{track}/id/generator=real"]  # TN, FP, FP: no F1 of the fake class
         assert real["f1"] is None and real["f1_reason"] == NO_FAKES
         assert real["accuracy"] == pytest.approx(1 / 3)
@@ -265,7 +276,7 @@ def test_scores_per_perturbation_family_and_severity_by_hand(tmp_path):
 def test_entity_evidence_offline_and_unconfigured_models_are_null(tmp_path):
     _, _, _, out = run_stage(tmp_path)
     a = out["d1/complex/id/all=all"]
-    assert (a["n_explained"], a["n_no_reference"]) == (6, 1)  # f4 has no reference
+    assert (a["entity_score_n"], a["n_no_reference"]) == (6, 1)  # f4 has no reference
     # per item: f1 1 (same text), f2 0 (no explanation), f3 2/3 (hand of hand+sign: P 1, R 1/2),
     # r1 1 (same authenticity text), r2 0 (other entities), r3 0 (none)
     for m in ("entity_score", "evidence_score"):
@@ -276,14 +287,11 @@ def test_entity_evidence_offline_and_unconfigured_models_are_null(tmp_path):
         assert out["d1/complex/id/generator=gen-b"][m] == pytest.approx(2 / 3)
         assert out["d1/complex/id/generator=real"][m] == pytest.approx(1 / 3)
         simple = out["d1/simple/id/all=all"]
-        assert simple[m] is None and simple[f"{m}_reason"] == "not a metric of the simple track"
+        assert m not in simple  # not a metric of the simple track: no row
     for sid, r in out.items():
         assert r["bertscore_f1"] is None
         assert r["bertscore_f1_reason"] == "no BERTScore model configured", sid
-        assert r["sle"] is None and r["sle_reason"] in (
-            "no SLE model configured",
-            "not a metric of the complex track",
-        )
+        assert r.get("sle") is None and r.get("sle_reason") in ("no SLE model configured", None)
     assert out["d1/simple/id/all=all"]["sle_reason"] == "no SLE model configured"
 
 
@@ -310,7 +318,7 @@ def test_bertscore_and_sle_with_local_models(tmp_path, models):
     assert s["sle"] == pytest.approx((0.5 + 0 + 0.5 + 0.5 + 0.5 + 0) / 6)
     assert s["sle_model"] == sle and s["sle_reason"] is None
     assert out["d1/simple/id/generator=gen-a"]["sle"] == pytest.approx(0.25)
-    assert out["d1/complex/id/all=all"]["sle"] is None
+    assert "sle" not in out["d1/complex/id/all=all"]
 
 
 def test_planning_and_fingerprint_scope(tmp_path, models):
@@ -320,27 +328,51 @@ def test_planning_and_fingerprint_scope(tmp_path, models):
     _, _, specs_b, _ = run_stage(tmp_path / "b", {"bertscore_model": models[0]})
     assert specs[0].fingerprint != specs_b[0].fingerprint  # a scorer setting recomputes
     assert stage.stage_config() == {
-        "evaluator": None, "bertscore_model": None, "sle_model": None, "references": "dataset",
+        "scorers": {
+            "evaluator": None, "bertscore_model": None, "sle_model": None,
+            "references": "dataset",
+        },
+        "intervals": {"resamples": 200, "level": 0.95, "seed": None, "min_n": 1},
     }  # fmt: skip
+    _, _, specs_c, _ = run_stage(tmp_path / "c", intervals={**SMALL, "resamples": 300})
+    assert specs[0].fingerprint != specs_c[0].fingerprint  # an interval setting recomputes
     assert {i.stage for i in specs[0].inputs} == {"detections", "explanations", "eval_sets"}
     assert all(i.partition.get("eval_set", "id") == "id" for i in specs[0].inputs)
 
 
 def test_cli_prints_table5(tmp_path, models):
-    store, *_ = run_stage(tmp_path, {"sle_model": models[1]})
-    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")], terminal_width=200)
+    store, *_, out = run_stage(tmp_path, {"sle_model": models[1]})
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")], terminal_width=250)
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    row = next(ln for ln in lines if "d1" in ln and "complex" in ln)
-    # F1 ID 50.00, F1 OOD 0.00, EntityScore ID 4/9, no BERTScore, SLE outside its track
-    assert "50.00" in row and "0.00" in row and "0.444" in row and "—" in row
-    row = next(ln for ln in lines if "d1" in ln and "simple" in ln)
-    assert "0.333" in row  # SLE ID
-    out = res.output
-    assert "BERTScore-F1: no BERTScore model configured" in out
-    assert "SLE: not a metric of the complex track" in out
-    assert "EntityScore: not a metric of the simple track" in out
-    assert f"SLE: {models[1]}" in out.replace("\n", "")
+    a = out["d1/complex/id/all=all"]
+
+    def iv(m, pct):
+        f = (lambda v: f"{100 * v:.2f}") if pct else (lambda v: f"{v:.3f}")
+        return f"{f(a[m])} [{f(a[m + '_ci_low'])}, {f(a[m + '_ci_high'])}]"
+
+    row = next(ln for ln in lines if "d1" in ln and "complex" in ln and " ID " in ln)
+    # n 7, F1 50.00, accuracy 3/7, EntityScore 4/9, each with its interval; no BERTScore
+    assert " 7 " in row and iv("f1", True) in row and iv("accuracy", True) in row
+    assert iv("entity_score", False).startswith("0.444") and iv("entity_score", False) in row
+    assert "n=6" in row and "—" in row  # EntityScore on the 6 items with a reference
+    row = next(ln for ln in lines if "d1" in ln and "simple" in ln and " ID " in ln)
+    assert "0.333 [" in row  # SLE ID
+    row = next(ln for ln in lines if "d1" in ln and "complex" in ln and " OOD " in ln)
+    assert "0.00 [0.00, 0.00]" in row  # F1 OOD: FN, TN
+    text = res.output
+    assert "BERTScore-F1: no BERTScore model configured" in text
+    assert f"SLE: {models[1]}" in text.replace("\n", "")
+
+
+def test_cli_flags_small_and_one_class_sets(tmp_path):
+    """With the default minimum n (10), Table 5's sets of 7 and 2 items are not results."""
+    run_stage(tmp_path, intervals={"resamples": 50})
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")], terminal_width=250)
+    assert res.exit_code == 0, res.output
+    row = next(ln for ln in res.output.splitlines() if "complex" in ln and " ID " in ln)
+    assert "not meaningful (n = 7 is below the minimum of 10 items)" in row
+    assert "50.00" not in row  # the F1 itself is not printed as a result
 
 
 def test_cli_without_eval_scores_says_so(tmp_path):
@@ -407,24 +439,31 @@ PERTURBED = [
     ("r1", "noise", 0.2, "real"),
     ("r1", "noise", 0.8, "fake"),
     ("r2", "blur", 0.8, "real"),
+    ("f4", "blur", 0.8, "fake"),
 ]
+# 1x: f1 missed (FN), r1 still real (TN); every robustness group holds both classes
+PROPAGATED = [("f1", 1, "real"), ("r1", 1, "real")]
 
 
 def test_robustness_table_and_plot_series_by_hand(tmp_path):
     from forenset.benchmarks.evaluation.report import CLEAN, robustness
     from forenset.store.views import connect
 
-    store, *_ = run_stage(tmp_path, propagated=[("f1", 1, "real")], perturbed=PERTURBED)
+    store, *_ = run_stage(tmp_path, propagated=PROPAGATED, perturbed=PERTURBED)
     rb = robustness(connect(store, ["eval_scores"]))
     assert rb is not None
-    # id set: clean 3/7; noise TP TN FN FP = 2/4; blur TN = 1/1; 1x FN = 0/1
+    # id set: clean 3/7; noise TP TN FN FP = 2/4; blur TN TP = 2/2; 1x FN TN = 1/2
     assert rb.by_family["d1/complex ID"] == pytest.approx(
         {CLEAN: 100 * 3 / 7, "noise": 50.0, "blur": 100.0}
     )
-    assert rb.by_level["d1/simple ID"] == pytest.approx({"0x": 100 * 3 / 7, "1x": 0.0})
+    assert rb.by_level["d1/simple ID"] == pytest.approx({"0x": 100 * 3 / 7, "1x": 50.0})
     assert "d1/complex OOD" not in rb.by_family or len(rb.by_family["d1/complex OOD"]) == 1
-    row = ["d1", "complex", "ID", "perturbation_severity", "noise:0.8", "2", "0.00", "0.00"]
-    assert row in rb.rows
+    assert rb.headers == [
+        "detector", "track", "set", "group kind", "group", "n", "accuracy %", "F1 %",
+    ]  # fmt: skip
+    # FN + FP: every resample scores 0 (resamples without a fake have no F1 and are left out)
+    row = ["d1", "complex", "ID", "perturbation_severity", "noise:0.8", "2"]
+    assert [*row, "0.00 [0.00, 0.00]", "0.00 [0.00, 0.00]"] in rb.rows
     _, _, _, clean_only = run_stage(tmp_path / "clean")
     assert robustness(connect(RunStore(str(tmp_path / "clean" / "run")), ["eval_scores"])) is None
 
@@ -433,7 +472,7 @@ def test_cli_and_report_show_the_robustness_groups(tmp_path):
     from forenset.report.html import evaluation_section
     from forenset.store.views import connect
 
-    store, *_ = run_stage(tmp_path, propagated=[("f1", 1, "real")], perturbed=PERTURBED)
+    store, *_ = run_stage(tmp_path, propagated=PROPAGATED, perturbed=PERTURBED)
     res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")], terminal_width=220)
     assert res.exit_code == 0, res.output
     line = next(ln for ln in res.output.splitlines() if "noise:0.2" in ln and "complex" in ln)
@@ -457,10 +496,10 @@ def test_gold_references_replace_the_dataset_references(tmp_path):
     assert "gold_references" in {i.stage for i in specs[0].inputs}
     a = out["d1/complex/id/all=all"]
     # scored against gold: f1 (1) and f3 (0); f2, f4 and the reals have no gold reference
-    assert (a["n_explained"], a["n_no_reference"]) == (2, 5)
+    assert (a["entity_score_n"], a["n_no_reference"]) == (2, 5)
     assert a["entity_score"] == pytest.approx(0.5) and a["evidence_score"] == pytest.approx(0.5)
     s = out["d1/simple/id/all=all"]
-    assert s["n_explained"] == 0 and s["bertscore_f1"] is None
+    assert s["bertscore_f1"] is None and s["n_no_reference"] == 7
     assert a["f1"] == pytest.approx(0.5)  # detection scores do not depend on references
     # a new gold import changes the scores' fingerprint (recomputed on the next build)
     write_gold(store, GOLD[:2], shard_id="import-b")
@@ -471,7 +510,7 @@ def test_gold_references_replace_the_dataset_references(tmp_path):
 def test_gold_references_ignored_unless_asked(tmp_path):
     _, _, specs, out = run_stage(tmp_path, gold=GOLD)
     assert "gold_references" not in {i.stage for i in specs[0].inputs}
-    assert out["d1/complex/id/all=all"]["n_explained"] == 6  # the dataset's references
+    assert out["d1/complex/id/all=all"]["entity_score_n"] == 6  # the dataset's references
 
 
 def test_cli_prints_the_gold_agreement(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from forenset.benchmarks.common.cli import console, fail, open_run, read_yaml
@@ -22,48 +23,57 @@ app = typer.Typer(
 def eval_(
     run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
 ) -> None:
-    """Table 5: detection F1 on the ID and OOD sets and explanation scores, per detector and
-    track (from the eval_scores table; explanation cells read ID / OOD)."""
+    """Table 5: detection F1 / accuracy and explanation scores per detector, track and set (ID,
+    OOD), each with n and its 95 % bootstrap interval; degenerate sets say "not meaningful"."""
     store = open_run(run_dir)
     if not store.manifest("eval_scores"):
         fail(
             f"{run_dir} has no eval_scores: build it with evaluation.enabled and a detector",
             code=1,
         )
-    from forenset.benchmarks.evaluation.report import DASH, HEADERS, table5
+    from forenset.benchmarks.evaluation.report import (
+        agreement_line,
+        gold_agreement,
+        robustness,
+        table5,
+    )
     from forenset.store.views import connect
 
     t5 = table5(connect(store, ["eval_scores"]))
     if t5 is None:
         fail(f"{run_dir} has an eval_scores table without scores of a whole set", code=1)
-    table = Table(title="Detection F1 (%) and explanation scores (ID / OOD)")
-    for col in HEADERS:
-        table.add_column(col, justify="left" if col in ("detector", "track") else "right")
-    for row in t5.rows:
-        table.add_row(*row)
-    console.print(table)
-    if t5.models:
-        console.print("models: " + "; ".join(t5.models))
-    for (header, why), where in t5.reasons.items():
-        console.print(f"{DASH} {header}: {why} ({', '.join(where)})")
-    from forenset.benchmarks.evaluation.report import (
-        ROBUST_HEADERS,
-        agreement_line,
-        gold_agreement,
-        robustness,
+    _print(
+        t5.headers,
+        t5.rows,
+        "Table 5: detection (%) and explanation scores, value [95 % bootstrap interval]",
+        left=3,
     )
-
+    if t5.models:
+        console.print("models: " + "; ".join(t5.models), markup=False)
+    for line in t5.notes():
+        console.print(line, markup=False)
     ag = gold_agreement(store)
     if ag is not None:
         console.print(agreement_line(ag), markup=False)
     rb = robustness(connect(store, ["eval_scores"]))
     if rb is not None:
-        table = Table(title="Robustness: accuracy and F1 (%) per variant and perturbation")
-        for col in ROBUST_HEADERS:
-            table.add_column(col, justify="right" if col in ROBUST_HEADERS[5:] else "left")
-        for row in rb.rows:
-            table.add_row(*row)
-        console.print(table)
+        _print(
+            rb.headers,
+            rb.rows,
+            "Robustness: accuracy and F1 (%) per variant and perturbation, [95 % interval]",
+            left=5,
+        )
+
+
+def _print(headers: list[str], rows: list[list[str]], title: str, left: int) -> None:
+    """A Rich table: the first ``left`` columns (the group) left-aligned, the numbers right."""
+    table = Table(title=title)
+    for i, col in enumerate(headers):
+        table.add_column(col, justify="left" if i < left else "right")
+    for row in rows:
+        table.add_row(*row)
+    # piped to a file, a wide table keeps one line per row (cells hold intervals and caveats)
+    (console if console.is_terminal else Console(width=400)).print(table)
 
 
 @app.command("export-gold")

@@ -1,128 +1,129 @@
-"""Table 5 of XPlainVerse from the eval_scores table: one row per detector and track, detection
-F1 on the ID and OOD sets and the explanation metrics, each cell "ID / OOD".
+"""Table 5 of XPlainVerse and the robustness table from the long ``eval_scores`` table, pivoted
+through the scorer registry: one row per detector, track and set with n and every metric as
+``value [95 % interval]`` (or "not meaningful (why)" on a degenerate set).
 
-Shared by ``forenset eval`` (a Rich table) and the HTML report, so both show the same numbers.
+Shared by ``forenset eval`` (Rich tables) and the HTML report, so both show the same numbers.
 A null metric is a dash with its reason; model-based metrics name the model that computed them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from forenset.benchmarks.evaluation.schemas.eval_scores import EXPLANATION_METRICS
+from forenset.benchmarks.common.scoring import DASH, Pivot, pivot, scorers
 
-# (eval_scores column, header) of each explanation metric, in the paper's order
-EVAL_METRICS = tuple((m.name, m.header) for m in EXPLANATION_METRICS)
-HEADERS = ("detector", "track", "F1 ID", "F1 OOD", *(h for _, h in EVAL_METRICS))
-DASH = "\u2014"
+FAMILY = "evaluation"
+INDEX = ("detector", "track", "eval_set")
+INDEX_HEADERS = ("detector", "track", "set")
+
+
+def _long_rows(con: Any, where: str) -> list[dict[str, Any]]:
+    cur = con.execute(
+        'SELECT detector, track, eval_set, group_kind, "group", metric, value, n, ci_low, '
+        "ci_high, ci_reason, model, backend, reason, caveat, details FROM eval_scores "
+        f"WHERE status = 'ok' AND {where}"
+    )
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def _upper(v: Any) -> str:
+    return str(v).upper()
 
 
 @dataclass
 class Table5:
-    rows: list[list[str]] = field(default_factory=list)
+    table: Pivot
+    # (detector, track) -> (F1 ID, F1 OOD), None where missing or not meaningful (the F1 plot)
     f1: dict[tuple[str, str], tuple[float | None, float | None]] = field(default_factory=dict)
-    models: list[str] = field(default_factory=list)  # "EntityScore: phrase-match-v1", ...
-    reasons: dict[tuple[str, str], list[str]] = field(
-        default_factory=dict
-    )  # (metric, why) -> where
+
+    @property
+    def headers(self) -> list[str]:
+        return self.table.headers
+
+    @property
+    def rows(self) -> list[list[str]]:
+        return self.table.rows
+
+    @property
+    def models(self) -> list[str]:
+        return self.table.models
+
+    def notes(self) -> list[str]:
+        return self.table.note_lines()
+
+
+def meaningful(row: Mapping[str, Any] | None) -> float | None:
+    """The value of a long row when it may be shown as a result (not null, no caveat)."""
+    if row is None or row.get("caveat"):
+        return None
+    return row.get("value")
 
 
 def table5(con: Any) -> Table5 | None:
     """The table from a DuckDB connection with an ``eval_scores`` view (None: no whole-set rows)."""
-    metric_cols = ", ".join(f"{m}, {m}_model, {m}_reason" for m, _ in EVAL_METRICS)
-    cur = con.execute(
-        f"SELECT detector, track, eval_set, f1, f1_reason, {metric_cols} FROM eval_scores "
-        "WHERE group_kind = 'all' AND status = 'ok' ORDER BY detector, track, eval_set"
-    )
-    names = [d[0] for d in cur.description]
-    cells: dict[tuple[str, str], dict[str, dict]] = {}
-    for r in cur.fetchall():
-        row = dict(zip(names, r, strict=True))
-        cells.setdefault((row["detector"], row["track"]), {})[row["eval_set"]] = row
-    if not cells:
+    rows = _long_rows(con, "group_kind = 'all'")
+    if not rows:
         return None
-    out = Table5()
-
-    def cell(key: tuple[str, str], eval_set: str, metric: str, header: str, pct: bool) -> str:
-        row = cells[key].get(eval_set)
-        where = f"{key[0]} {key[1]} {eval_set.upper()}"
-        if row is None:
-            out.reasons.setdefault((header, f"no {eval_set.upper()} items scored"), []).append(
-                where
-            )
-            return DASH
-        value = row[metric]
-        if value is None:
-            why = row[f"{metric}_reason"] or "no value"
-            out.reasons.setdefault((header, why), []).append(where)
-            return DASH
-        return f"{100 * value:.2f}" if pct else f"{value:.3f}"
-
-    for key in sorted(cells):
-        out.rows.append(
-            [
-                *key,
-                cell(key, "id", "f1", "F1", True),
-                cell(key, "ood", "f1", "F1", True),
-                *(
-                    f"{cell(key, 'id', m, h, False)} / {cell(key, 'ood', m, h, False)}"
-                    for m, h in EVAL_METRICS
-                ),
-            ]
+    t = pivot(rows, INDEX, scorers(FAMILY), index_headers=INDEX_HEADERS, label={"eval_set": _upper})
+    out = Table5(t)
+    for det, track in sorted({k[:2] for k in t.cells}):
+        out.f1[(det, track)] = tuple(  # type: ignore[assignment]
+            meaningful(t.cells.get((det, track, s), {}).get("f1")) for s in ("id", "ood")
         )
-        out.f1[key] = tuple(  # type: ignore[assignment]
-            (cells[key].get(s) or {}).get("f1") for s in ("id", "ood")
-        )
-    out.models = sorted(
-        {
-            f"{h}: {row[f'{m}_model']}"
-            for sets in cells.values()
-            for row in sets.values()
-            for m, h in EVAL_METRICS
-            if row[m] is not None and row[f"{m}_model"]
-        }
-    )
     return out
 
 
 # -- robustness: accuracy and F1 per propagation level and perturbation family / severity ------
 
 ROBUST_KINDS = ("variant", "perturbation", "perturbation_severity", "severity")
-ROBUST_HEADERS = ("detector", "track", "set", "group kind", "group", "n", "accuracy %", "F1 %")
+ROBUST_METRICS = ("accuracy", "f1")
 CLEAN = "clean (0x)"
 
 
 @dataclass
 class Robustness:
-    """Rows of the robustness table and the accuracy series of its two plots."""
+    """The robustness table and the accuracy series of its two plots."""
 
-    rows: list[list[str]] = field(default_factory=list)
+    table: Pivot
     # series "<detector>/<track> <SET>" -> x label -> accuracy in %
     by_family: dict[str, dict[str, float]] = field(default_factory=dict)
     by_level: dict[str, dict[str, float]] = field(default_factory=dict)
 
+    @property
+    def headers(self) -> list[str]:
+        return self.table.headers
 
-def _pct(v: float | None) -> str:
-    return DASH if v is None else f"{100 * v:.2f}"
+    @property
+    def rows(self) -> list[list[str]]:
+        return self.table.rows
 
 
 def robustness(con: Any) -> Robustness | None:
     """Accuracy and F1 of every propagation level and catalogue perturbation group (None: the
     run scored clean items only). The family plot starts from the clean items of the same
-    samples (the ``variant=0x`` group), so a drop reads off the bars."""
+    samples (the ``variant=0x`` group), so a drop reads off the bars; values flagged as not
+    meaningful are not plotted."""
     kinds = ", ".join(f"'{k}'" for k in ROBUST_KINDS)
-    cur = con.execute(
-        'SELECT detector, track, eval_set, group_kind, "group", n, accuracy, f1 '
-        f"FROM eval_scores WHERE group_kind IN ({kinds}) AND status = 'ok' "
-        'ORDER BY detector, track, eval_set, group_kind, "group"'
-    )
-    found = cur.fetchall()
-    if not any(k != "variant" or g != "0x" for _, _, _, k, g, *_ in found):
+    metrics = ", ".join(f"'{m}'" for m in ROBUST_METRICS)
+    found = _long_rows(con, f"group_kind IN ({kinds}) AND metric IN ({metrics})")
+    if not any(r["group_kind"] != "variant" or r["group"] != "0x" for r in found):
         return None
-    out = Robustness()
-    for det, track, eval_set, kind, group, n, acc, f1 in found:
-        out.rows.append([det, track, eval_set.upper(), kind, group, str(n), _pct(acc), _pct(f1)])
+    shown = [s for s in scorers(FAMILY) if s.name in ROBUST_METRICS]
+    shown.sort(key=lambda s: ROBUST_METRICS.index(s.name))
+    index = (*INDEX, "group_kind", "group")
+    t = pivot(
+        found,
+        index,
+        shown,
+        index_headers=(*INDEX_HEADERS, "group kind", "group"),
+        label={"eval_set": _upper},
+    )
+    out = Robustness(t)
+    for (det, track, eval_set, kind, group), got in sorted(t.cells.items()):
+        acc = meaningful(got.get("accuracy"))
         if acc is None:
             continue
         series = f"{det}/{track} {eval_set.upper()}"

@@ -91,3 +91,34 @@ def pivot(
         out.rows.append(line)
     out.models = sorted(models)
     return out
+
+
+def group_id(score_id: str) -> str:
+    """The group part of a long row's ``score_id`` (``<group id>/<metric>``)."""
+    return score_id.rsplit("/", 1)[0]
+
+
+PER_METRIC = ("model", "backend", "reason", "n", "ci_low", "ci_high", "ci_reason", "caveat")
+
+
+def wide_rows(
+    rows: Iterable[Mapping[str, Any]], group_fields: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Long rows back to one wide row per group (keyed by its group id), in the shape of the
+    old wide tables: ``<metric>`` (the value), ``<metric>_model`` / ``_backend`` / ``_reason`` /
+    ``_n`` / ``_ci_low`` / ``_ci_high`` / ``_ci_reason`` / ``_caveat``, the ``details`` keys
+    as they are (confusion counts), and ``n``, the largest n of the group's metrics. For
+    checks and tests: the displays use :func:`pivot`."""
+    import json
+
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        w = out.setdefault(group_id(r["score_id"]), {f: r.get(f) for f in group_fields})
+        m = r["metric"]
+        w[m] = r.get("value")
+        w.update({f"{m}_{k}": r.get(k) for k in PER_METRIC})
+        if r.get("details"):
+            w.update(json.loads(r["details"]))
+        if r.get("n") is not None:
+            w["n"] = max(w.get("n") or 0, r["n"])
+    return out

@@ -13,11 +13,16 @@ catalogue (``evaluation.perturbations``) are scored in three more group kinds on
 family and severity, ``noise:0.5``) and ``severity`` (one per severity, all families); the
 clean baseline of the same samples is the ``variant=0x`` group.
 
+The table is long-format (``forenset.schemas.scores``): every metric of the ``evaluation``
+family in the scorer registry (``forenset.benchmarks.common.scoring``) gives one row per group
+with its value, n, a seeded bootstrap interval (``evaluation.intervals``) and a caveat when the
+group is degenerate (one class only, n below ``intervals.min_n``).
+
 Detection (§5, App. 16.0.0.5): binary F1 with fake as the positive class and accuracy, by
 :func:`forenset.benchmarks.common.scorers.detection_scores`; an unparseable answer (``answer`` null) is a
 wrong prediction. A group without a fake item has no F1 of the fake class: ``f1`` is null with
-the reason (accuracy is still given). Detection *error* rows (a failed call, retried on resume)
-are not items: only ok rows are read.
+the reason (accuracy is still given). The confusion counts are in the rows' ``details``.
+Detection *error* rows (a failed call, retried on resume) are not items: only ok rows are read.
 
 Explanations (§4, App. 15): the detector's explanation of an item is scored against the
 dataset's reference explanation of the same sample (``explanations`` table):
@@ -36,45 +41,40 @@ of its sample (of several annotators', the first by annotator name; all of them 
 agreement); gold texts explain fakes only, so reals and the simple track have no reference then.
 Reals have one reference only (the dataset writes no simple authenticity text), so both tracks
 use it; an item whose sample has no reference is left out of the explanation means and counted
-in ``n_no_reference``. An item with no explanation (the detector gave none) earns no credit:
+in ``details.n_no_reference``. An item with no explanation (the detector gave none) earns no credit:
 its prediction is the empty text, which BERTScore and EntityScore / EvidenceScore score 0 by
 their own rules, and its SLE is 0 (the simplicity of nothing is not credited).
 
 Metrics per track: complex = EntityScore, EvidenceScore, BERTScore-F1; simple = BERTScore-F1,
-SLE (normalised, eq. 7–8). A metric outside its track is null with that reason. Group values
-are means of the items' scores. EntityScore / EvidenceScore come from the ``evaluator`` pool
+SLE (normalised, eq. 7–8). A metric outside its track has no row. Group values are means of
+the items' scores (``forenset.benchmarks.evaluation.scorers.table5``). EntityScore / EvidenceScore come from the ``evaluator`` pool
 when one is set, else from the offline phrase matcher (``phrase-match-v1``); BERTScore and SLE
 load the local models named by ``bertscore_model`` / ``sle_model`` and are null with the reason
 when unset. Every metric names the model and backend that computed it.
 
 The stage has no config model of its own: it reads the ``evaluation:`` section (owned by
 ``eval_sets``); its fingerprint covers the ``scorers`` settings only (detector and track
-settings reach it through the detections shards' fingerprints).
+settings reach it through the detections shards' fingerprints) and the ``intervals`` settings.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter, defaultdict
-from collections.abc import Sequence
-from statistics import fmean
+from collections import defaultdict
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from forenset.benchmarks.common.scorers.types import Score, null_score
+from forenset.benchmarks.common.scoring import score_rows, scorers
 from forenset.benchmarks.evaluation.config import EVAL_SETS
-from forenset.benchmarks.evaluation.schemas.eval_scores import EXPLANATION_METRICS, SCHEMA
+from forenset.benchmarks.evaluation.schemas.eval_scores import GROUP_FIELDS, SCHEMA
 from forenset.confbase import fingerprint_view
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage
 
-METRICS = tuple(m.name for m in EXPLANATION_METRICS)
-TRACK_METRICS: dict[str, tuple[str, ...]] = {
-    track: tuple(m.name for m in EXPLANATION_METRICS if track in m.tracks)
-    for track in ("complex", "simple")
-}
+FAMILY = "evaluation"  # the scorer registry's family
 GROUP_KINDS = (
     "all", "generator", "generator_family", "variant",
     "perturbation", "perturbation_severity", "severity",
@@ -82,8 +82,6 @@ GROUP_KINDS = (
 PERTURBATION_KINDS = ("perturbation", "perturbation_severity", "severity")
 REAL_GROUP = "real"
 GOLD_TABLE = "gold_references"  # written by forenset import-gold (not a stage)
-NO_FAKES = "no fake item in this group: the F1 of the fake class is undefined"
-NO_REFERENCE = "no item of this group has a reference explanation"
 
 
 def reference_kind(track: str, label: str) -> str:
@@ -115,32 +113,9 @@ def group_of(item: dict[str, Any], kind: str) -> str | None:
     return item.get(kind) or "unknown"
 
 
-def mean_score(metric: str, scores: Sequence[Score], empty_reason: str) -> Score:
-    """The mean of the ok item scores, named by the models that computed them; null with the
-    most frequent reason when none is ok."""
-    ok = [s for s in scores if s.ok]
-    models = ",".join(sorted({s.model for s in scores if s.model}))
-    backends = ",".join(sorted({s.backend for s in scores if s.backend}))
-    if not ok:
-        reasons = Counter(s.reason for s in scores if s.reason)
-        reason = reasons.most_common(1)[0][0] if reasons else empty_reason
-        return null_score(metric, reason, model=models, backend=backends)
-    return Score(metric, fmean(s.value for s in ok), models, backends)  # type: ignore[misc]
-
-
-def _metric_columns(score: Score) -> dict[str, Any]:
-    m = score.metric
-    return {
-        m: score.value,
-        f"{m}_model": score.model or None,
-        f"{m}_backend": score.backend or None,
-        f"{m}_reason": score.reason,
-    }
-
-
 class EvalScores(Stage):
     name = "eval_scores"
-    version = "3"
+    version = "4"  # 4: long-format rows with n, bootstrap intervals and caveats
     inputs = ("detections", "explanations", "eval_sets")
     input_columns = {
         "detections": (
@@ -160,7 +135,10 @@ class EvalScores(Stage):
     gather = True
 
     def stage_config(self) -> Any:
-        return fingerprint_view(self.cfg.scorers)
+        return {
+            "scorers": fingerprint_view(self.cfg.scorers),
+            "intervals": fingerprint_view(self.cfg.intervals),
+        }
 
     # -- planning --------------------------------------------------------------------
     def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
@@ -282,62 +260,42 @@ class EvalScores(Stage):
             out[i["detection_id"]]["sle"] = s
         return out, unset
 
-    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
-        from forenset.benchmarks.common.scorers.classification import MODEL, detection_scores
-
-        t0 = time.perf_counter()
-        items = batch.to_pylist()
+    def with_item_scores(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``items`` with their model-based item scores under ``scores`` (metric -> Score);
+        a metric with no model configured is its null score on every item of its tracks."""
         per_item, unset = self.item_scores(items)
+        tracks = {s.name: s.scope.get("track", ()) for s in scorers(FAMILY)}
+        out = []
+        for i in items:
+            got = dict(per_item.get(i["detection_id"], {}))
+            got.update({m: s for m, s in unset.items() if i["track"] in tracks.get(m, ())})
+            out.append({**i, "scores": got})
+        return out
+
+    def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
+        t0 = time.perf_counter()
+        items = self.with_item_scores(batch.to_pylist())
         groups: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
         for i in items:
             for kind in GROUP_KINDS:
                 group = group_of(i, kind)
                 if group is not None:
                     groups[(i["detector"], i["track"], i["eval_set"], kind, group)].append(i)
+        metrics = scorers(FAMILY)
         rows = []
-        for (detector, track, eval_set, kind, group), members in sorted(groups.items()):
-            rep = detection_scores([m["label"] for m in members], [m["answer"] for m in members])
-            has_fake = rep.tp + rep.fn > 0
-            row: dict[str, Any] = {
-                "score_id": f"{detector}/{track}/{eval_set}/{kind}={group}",
-                "detector": detector,
-                "track": track,
-                "eval_set": eval_set,
-                "group_kind": kind,
-                "group": group,
-                "n": rep.n,
-                "n_unparsed": rep.n_unparsed,
-                "tp": rep.tp,
-                "fp": rep.fp,
-                "fn": rep.fn,
-                "tn": rep.tn,
-                "f1": rep.f1.value if has_fake else None,
-                "f1_reason": None if has_fake else NO_FAKES,
-                "accuracy": rep.accuracy.value,
-                "detection_model": MODEL,
-                "n_explained": sum(m["reference"] is not None for m in members),
-                "n_no_reference": sum(m["reference"] is None for m in members),
-            }
-            for metric in METRICS:
-                if metric not in TRACK_METRICS.get(track, ()):
-                    s = null_score(metric, f"not a metric of the {track} track")
-                elif metric in unset:
-                    s = unset[metric]
-                else:
-                    s = mean_score(
-                        metric,
-                        [
-                            per_item[m["detection_id"]][metric]
-                            for m in members
-                            if metric in per_item.get(m["detection_id"], {})
-                        ],
-                        NO_REFERENCE,
-                    )
-                row.update(_metric_columns(s))
-            rows.append(row)
+        for key, members in sorted(groups.items()):
+            detector, track, eval_set, kind, group = key
+            rows += score_rows(
+                dict(zip(GROUP_FIELDS, key, strict=True)),
+                f"{detector}/{track}/{eval_set}/{kind}={group}",
+                members,
+                metrics,
+                self.cfg.intervals,
+                self.ctx.seed,
+            )
         ms = (time.perf_counter() - t0) * 1000 / max(1, len(rows))
         for r in rows:
-            r.update(status="ok", backend="scorers", stage_version=self.version, elapsed_ms=ms)
+            r.update(status="ok", stage_version=self.version, elapsed_ms=ms)
         return self.to_table(rows)
 
 
