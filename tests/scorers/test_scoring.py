@@ -99,6 +99,11 @@ def test_score_rows_by_hand():
     again = score_rows({"set": "id"}, "id", items, [F1("f1", "F1")],
                        IntervalsConfig(resamples=500), seed=3)  # fmt: skip
     assert again[0]["ci_low"] == f1["ci_low"]  # seeded by the build seed and the score_id
+    assert f1["seed"] == 3
+    other = score_rows({"set": "id"}, "id", items, [F1("f1", "F1")],
+                       IntervalsConfig(resamples=500, seed=4), seed=3)  # fmt: skip
+    assert other[0]["seed"] == 4  # intervals.seed overrides the build seed
+    assert (other[0]["ci_low"], other[0]["ci_high"]) != (f1["ci_low"], f1["ci_high"])
 
 
 def test_score_rows_flags_one_class_sets_and_small_sets():

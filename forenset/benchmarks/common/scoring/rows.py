@@ -29,7 +29,7 @@ def score_rows(
 ) -> list[dict[str, Any]]:
     """One row per scorer in scope of ``group`` (its field values): ``score_id`` is
     ``<group_id>/<metric>``; the interval is seeded by ``intervals.seed`` (else ``seed``, the
-    build seed) and the score_id."""
+    build seed) and the score_id; the row's ``seed`` column holds that seed."""
     base = intervals.seed if intervals.seed is not None else seed
     rows = []
     for s in scorers:
@@ -75,6 +75,7 @@ def score_rows(
                 "reason": score.reason,
                 "caveat": degenerate(n, intervals.min_n, classes, s.classes),
                 "details": json.dumps(details, sort_keys=True) if details else None,
+                "seed": base,  # the bootstrap's seed (with the score_id: row_seed)
             }
         )
     return rows
