@@ -282,7 +282,8 @@ class FakeBenchScores(Stage):
             rows += [
                 {**fields, "score_id": f"{prefix}/{m}", "metric": m, "value": None, "n": 0,
                  "ci_low": None, "ci_high": None, "ci_reason": "no value", "model": None,
-                 "reason": WITHHELD, "caveat": None, "details": json.dumps(extra, sort_keys=True)}
+                 "reason": WITHHELD, "caveat": None, "details": json.dumps(extra, sort_keys=True),
+                 "seed": rows[0]["seed"] if rows else None}
                 for m in MODEL_METRICS
             ]  # fmt: skip
         return rows

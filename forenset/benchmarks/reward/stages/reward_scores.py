@@ -186,14 +186,18 @@ class RewardScores(Stage):
             "reason": reason if value is None else None,
             "caveat": caveat,
             "details": None if details is None else json.dumps(details, sort_keys=True),
+            "seed": self.base_seed(),  # the bootstrap's seed (with the row key: row_seed)
         }
 
     def no_ci_reason(self) -> str:
         return NO_RESAMPLES if self.rcfg.intervals.resamples < 1 else NO_CI_ITEMS
 
-    def seed(self, key: str) -> list[int]:
+    def base_seed(self) -> int:
         iv = self.rcfg.intervals
-        return row_seed(self.ctx.seed if iv.seed is None else iv.seed, key)
+        return self.ctx.seed if iv.seed is None else iv.seed
+
+    def seed(self, key: str) -> list[int]:
+        return row_seed(self.base_seed(), key)
 
     def interval(
         self, x: np.ndarray, stat: Callable[[np.ndarray], np.ndarray], key: str
