@@ -79,10 +79,38 @@ def digest(schema: list[str], rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # old wide columns that are now derived from other wide columns of the pivot
+def _count(metric: str) -> Any:
+    """A count the long table holds as a float value (reward's games, wins, ...)."""
+    return lambda w: None if w.get(metric) is None else int(w[metric])
+
+
+# reward_scores: the old ``value`` repeated each table's headline metric, ``n`` was its n
+# (position_bias: every choice, now the shares' n), ``extra`` held the shares and swap consistency
+_HEADLINE = {"policy_accuracy": "accuracy", "elo": "elo", "judge_accuracy": "acc4",
+             "position_bias": "position_bias", "agreement": "agreement"}  # fmt: skip
+_N_OF = {**_HEADLINE, "position_bias": "share_First"}
+_EXTRA = ("share_First", "share_Second", "share_Tie", "share_BothBad", "swap_consistency")
+
 ALIASES: dict[str, dict[str, Any]] = {
     "eval_scores": {
         "detection_model": lambda w: w.get("f1_model"),
         "n_explained": lambda w: w["n"] - w["n_no_reference"],
+    },
+    "reward_scores": {
+        "value": lambda w: w.get(_HEADLINE[w["table"]]),
+        "n": lambda w: w.get(f"{_N_OF[w['table']]}_n"),
+        "n2": lambda w: w.get("acc2_n"),
+        "extra": lambda w: (
+            {k: w[k] for k in _EXTRA if w.get(k) is not None}
+            if w["table"] == "position_bias"
+            else None
+        ),
+        **{c: _count(c) for c in ("games", "wins", "losses", "ties", "both_bad", "rank")},
+    },
+    "fakebench_scores": {
+        "n": lambda w: w.get("n_items"),  # the group's answers; a metric's n counts its units
+        "average_of": lambda w: w.get("of"),
+        "overlap_model": lambda w: w.get("bleu1_model"),
     },
 }
 NOT_COMPARED = {"score_id", "status", "error", "retryable", "backend", "model", "prompt_id",

@@ -458,15 +458,16 @@ def fakebench_section(store: RunStore, con: Any) -> str:
     t = fakebench_tables(con)
     if t is None:
         return ""
-    out = "<h2>FakeBench</h2><h3>FakeClass: accuracy (%), §3.2 exact match</h3>"
+    out = "<h2>FakeBench</h2><h3>FakeClass: accuracy (%), §3.2 exact match [95% CI]</h3>"
     out += table(CLASS_HEADERS, t.fakeclass)
-    out += "<h3>FakeClue (inference mode) against the golden clues</h3>"
+    out += "<h3>FakeClue (inference mode) against the golden clues [95% CI]</h3>"
     out += table(CLUE_HEADERS, t.fakeclue)
-    out += "<h3>FakeQA (free mode), per image then over images</h3>"
+    out += "<h3>FakeQA (free mode), per image then over images [95% CI over images]</h3>"
     out += table(TEXT_HEADERS, t.fakeqa)
     if t.models:
         out += "<p>models: " + html.escape("; ".join(t.models)) + "</p>"
     notes = [f"{DASH} {h}: {why} ({', '.join(w)})" for (h, why), w in t.reasons.items()]
+    notes += t.caveats
     if notes:
         out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
     return out

@@ -16,6 +16,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from forenset.benchmarks.fakebench import official as of
+from forenset.benchmarks.fakebench.report import pivot_scores
 from forenset.cli import app
 from forenset.config import validate_config
 from forenset.store.run_store import RunStore
@@ -183,7 +184,7 @@ def test_public_release_scores_fakeclass_and_the_withheld_clues_verdict(tmp_path
     store, _, _ = run_local(
         fb_config(tmp_path / "run", models=[model], official=release, clue_modes=["inference"])
     )
-    sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    sc = pivot_scores(ok(store, "fakebench_scores"))
     assert (sc["files/fakeclass/all=all"]["accuracy"], sc["files/fakeclass/all=all"]["n"]) == (
         0.5,
         4,
@@ -409,7 +410,7 @@ def test_official_round_trip(tmp_path):
     ans = ok(store, "fakebench_answers")
     assert not errors(store, "fakebench_answers")
     assert len(ans) == len(items) and {a["backend"] for a in ans} == {"official"}
-    sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    sc = pivot_scores(ok(store, "fakebench_scores"))
     assert sc["gemini-files/fakeclass/all=all"]["accuracy"] == pytest.approx(want)
     assert sc["gemini-files/fakeclue/mode=inference"]["accuracy"] == 1.0  # every verdict "fake"
     own = sc
@@ -421,7 +422,7 @@ def test_official_round_trip(tmp_path):
     rel_items = ok(store, "fakebench_items")
     assert {i["golden_source"] for i in rel_items} == {"official"}
     assert len(rel_items) == len(items)
-    sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    sc = pivot_scores(ok(store, "fakebench_scores"))
     for key in (
         "fakeclass/all=all",
         "fakeclass/label=real",

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from forenset.benchmarks.common.scoring.intervals import IntervalsConfig
 from forenset.benchmarks.evaluation.schemas import detections
 from forenset.benchmarks.safeimg.sets import (
     assemble,
@@ -225,6 +226,9 @@ def test_scores_from_detections_hand_computed(run, tmp_path):
         "value": None,
         "n": 0,
         "reason": "no generated images",
+        "ci_low": None,
+        "ci_high": None,
+        "ci_reason": "no value",
     }
     assert res["coverage"]["d/complex"]["D_SafeIMG"] == [3, 4]
     assert res["real_accuracy"]["d/complex"]["P3"]["value"] == 0.5  # r0 real, r1 fake
@@ -239,9 +243,26 @@ def test_scores_from_detections_hand_computed(run, tmp_path):
     assert res["hit_rate"]["d/complex"]["hands"]["value"] == 0.0
     assert res["matcher"] == "offline-vocab-box-v1"
     # no false negative in D_ann (g1, g3 both detected): delta undefined
-    assert res["delta"]["d/complex"]["Overall"]["text"] is None
+    delta = res["delta"]["d/complex"]["Overall"]["text"]
+    assert delta["value"] is None and delta["reason"] == "no false negative (missed image)"
+    # issue 31: every number has n, a seeded interval or the reason, a caveat under min_n
+    overall = t2["D_SafeIMG"]["d/complex"]["Overall"]
+    assert overall["n"] == 3 and overall["ci_low"] <= overall["value"] <= overall["ci_high"]
+    assert overall["caveat"] == "n = 3 is below the minimum of 10 items"
+    again = run_safeimg(run, per_category=5, seed=1, out=tmp_path / "c")
+    assert again["table2"] == t2  # seeded: the same intervals
+    none = run_safeimg(
+        run, per_category=5, seed=1, out=tmp_path / "d", intervals=IntervalsConfig(resamples=0)
+    )
+    cell = none["table2"]["D_SafeIMG"]["d/complex"]["Overall"]
+    assert cell["ci_low"] is None and cell["ci_reason"] == "intervals.resamples is 0"
+    loose = run_safeimg(
+        run, per_category=5, seed=1, out=tmp_path / "e", intervals=IntervalsConfig(min_n=1)
+    )
+    assert "caveat" not in loose["table2"]["D_SafeIMG"]["d/complex"]["Overall"]
     text = format_tables(res)
     assert "Table 2" in text and "Table 3" in text and "SIMULATED" not in text
+    assert "95% CI" in text and "n.m." in text and "below the minimum of 10" in text
     datasets = pytest.importorskip("datasets")
     ds = datasets.load_dataset(
         "parquet", data_files=str(tmp_path / "b" / "D_ann.parquet"), split="train"

@@ -118,21 +118,49 @@ def test_scores_match_the_tables_they_come_from():
     shown = {
         j["triplet_id"]: j["choice_shown"] for j in ok("reward_judgments") if j["order"] == "shown"
     }
-    j = sc["judge_accuracy/rules/shown/simulated"]
-    assert (j["acc4"], j["n"]) == acc4(shown, labs) and (j["acc2"], j["n2"]) == acc2(shown, labs)
-    assert j["labels_source"] == "simulated"
+    j4 = sc["judge_accuracy/rules/shown/simulated/acc4"]
+    j2 = sc["judge_accuracy/rules/shown/simulated/acc2"]
+    assert (j4["value"], j4["n"]) == acc4(shown, labs) and (j2["value"], j2["n"]) == acc2(
+        shown, labs
+    )
+    assert j4["labels_source"] == "simulated" and j4["metric"] == "acc4"
     resp = ok("reward_responses")
     for p in ("forensic-grounded", "always-real"):
         mine = [r for r in resp if r["policy"] == p and r["label"] == "fake"]
-        assert sc[f"policy_accuracy/{p}/fake/-"]["value"] == sum(r["correct"] for r in mine) / 4
-    assert sc["policy_accuracy/always-real/real/-"]["value"] == 1.0
-    elo = [r for r in sc.values() if r["table"] == "elo" and r["labels_from"] == "simulated"]
-    assert sorted(r["rank"] for r in elo) == [1, 2, 3]
+        got = sc[f"policy_accuracy/{p}/fake/-/accuracy"]
+        assert got["value"] == sum(r["correct"] for r in mine) / 4 and got["n"] == 4
+    assert sc["policy_accuracy/always-real/real/-/accuracy"]["value"] == 1.0
+    elo: dict[str, dict[str, float]] = {}
+    for r in sc.values():
+        if r["table"] == "elo" and r["labels_from"] == "simulated":
+            elo.setdefault(r["subject"], {})[r["metric"]] = r["value"]
+    assert sorted(e["rank"] for e in elo.values()) == [1, 2, 3]
     games = sum(1 for v in labs.values() if v != "BothBad")
-    assert sum(r["games"] + r["ties"] for r in elo) == 2 * games
-    assert all(r["games"] == r["wins"] + r["losses"] for r in elo)
+    assert sum(e["games"] + e["ties"] for e in elo.values()) == 2 * games
+    assert all(e["games"] == e["wins"] + e["losses"] for e in elo.values())
     assert {r["labels_from"] for r in sc.values() if r["table"] == "elo"} == {"simulated", "rules"}
-    assert sc["agreement/annotators/4-way/simulated"]["n"] > 0
+    assert sc["agreement/annotators/4-way/simulated/agreement"]["n"] > 0
+
+
+def test_every_score_has_n_and_an_interval_or_the_reason_and_small_sets_a_caveat():
+    """Issue 31: intervals bracket the value (seeded: the same on a rebuild); counts and the
+    Elo spread have no interval and say so; a set under intervals.min_n (10) is flagged."""
+    sc = ok("reward_scores")
+    assert sc and all(r["n"] is not None for r in sc)
+    for r in sc:
+        if r["ci_low"] is None:
+            assert r["ci_reason"], r["score_id"]
+        else:
+            assert r["ci_low"] - 1e-9 <= r["value"] <= r["ci_high"] + 1e-9, r["score_id"]
+            assert r["ci_reason"] is None
+    by = {r["score_id"]: r for r in sc}
+    assert by["elo/always-real/overall/simulated/games"]["ci_reason"] == "a count: no interval"
+    assert by["elo/always-real/overall/simulated/elo"]["ci_low"] is not None
+    assert by["elo/always-real/overall/simulated/bt"]["ci_low"] is not None
+    small = by["policy_accuracy/always-real/real/-/accuracy"]  # 4 reals in the test build
+    assert small["n"] == 4 and small["caveat"].startswith("n = 4 is below")
+    overall = by["policy_accuracy/always-real/overall/-/accuracy"]
+    assert overall["n"] == 8 and "n = 8" in overall["caveat"]
 
 
 def test_cli_prints_tables_2_to_5_and_writes_both_exports(tmp_path):
@@ -142,7 +170,8 @@ def test_cli_prints_tables_2_to_5_and_writes_both_exports(tmp_path):
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     for text in ("Tables 1-2", "Tables 3/5", "Table 4", "sd-a", "forensic-grounded", "SIMULATED",
-                 "inter-annotator agreement", "24 tasks", "24 triplets"):  # fmt: skip
+                 "inter-annotator agreement", "24 tasks", "24 triplets", "95% CI",
+                 "not meaningful (n=4)", "n = 4 is below the minimum"):  # fmt: skip
         assert text in res.output, text
     tasks = json.loads((tmp_path / "ls" / "tasks.json").read_text())
     assert len(tasks) == 24 and "policy" not in json.dumps(tasks)  # sources hidden (App. B)
@@ -213,7 +242,7 @@ def test_human_written_baseline_is_imported_paired_and_ranked(tmp_path):
     elo = {
         r["subject"]: r
         for r in rows(store2, "reward_scores")
-        if r["table"] == "elo" and r["labels_from"] == "simulated"
+        if r["table"] == "elo" and r["labels_from"] == "simulated" and r["metric"] == "rank"
     }
     assert set(elo) == {"forensic-grounded", "forensic-plain", "always-real", "human"}
-    assert sorted(r["rank"] for r in elo.values()) == [1, 2, 3, 4]
+    assert sorted(r["value"] for r in elo.values()) == [1, 2, 3, 4]

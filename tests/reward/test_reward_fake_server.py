@@ -3,7 +3,6 @@ through the image API, an llm policy and an llm judge beside the offline ones.""
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 
@@ -101,14 +100,15 @@ def test_llm_policy_and_judge_through_the_fake_servers(tmp_path, server):
             assert j["choice"] == "Second"
             assert j["choice_shown"] == ("First" if j["order"] == "swapped" else "Second")
     sc = {r["score_id"]: r for r in rows(store, "reward_scores")}
-    bias = sc["position_bias/judge-llm/shown/judge-llm"]
+    bias = sc["position_bias/judge-llm/shown/judge-llm/position_bias"]
     assert bias["value"] == -0.5  # always "Second": the strongest position bias
-    assert json.loads(bias["extra"])["swap_consistency"] == 0.0  # it follows the position
-    acc = sc["policy_accuracy/vlm/overall/-"]
+    swap = sc["position_bias/judge-llm/shown/judge-llm/swap_consistency"]
+    assert swap["value"] == 0.0  # it follows the position
+    acc = sc["policy_accuracy/vlm/overall/-/accuracy"]
     assert acc["n"] == 4 and acc["value"] == pytest.approx(
         1 / 4 if unparsed[0]["label"] == "fake" else 2 / 4
     )
-    assert "judge_accuracy/judge-llm/shown/simulated" in sc
+    assert "judge_accuracy/judge-llm/shown/simulated/acc4" in sc
 
 
 def test_a_failed_judge_call_is_one_error_row(tmp_path, server):
@@ -143,4 +143,6 @@ def test_a_failed_judge_call_is_one_error_row(tmp_path, server):
     assert bad[0]["choice"] is None and bad[0]["triplet_id"]
     assert [j["choice"] for j in js if j["status"] == "ok"] == ["Second"]
     sc = {r["score_id"]: r for r in rows(store, "reward_scores")}
-    assert stats["reward_scores"].failed == 0 and "judge_accuracy/judge-llm/shown/simulated" in sc
+    assert (
+        stats["reward_scores"].failed == 0 and "judge_accuracy/judge-llm/shown/simulated/acc4" in sc
+    )

@@ -85,10 +85,10 @@ def test_tasks_out_labels_in_filtered_voted_and_scored(tmp_path):
     )
     sc = {r["score_id"]: r for r in rows(store, "reward_scores")}
     assert not any(r["labels_source"] == "simulated" for r in sc.values())  # never mixed
-    assert sc["judge_accuracy/rules/shown/human"]["n"] == 4  # t0, t1, t3, t4: labelled
-    ag = sc["agreement/annotators/4-way/human"]
+    assert sc["judge_accuracy/rules/shown/human/acc4"]["n"] == 4  # t0, t1, t3, t4: labelled
+    ag = sc["agreement/annotators/4-way/human/agreement"]
     assert (ag["value"], ag["n"]) == (1 / 3, 3)  # t0 agree; t2, t3 disagree (t1: bob dropped)
-    assert sc["agreement/annotators/clear/human"]["value"] == 0.5  # t0 yes, t2 no
+    assert sc["agreement/annotators/clear/human/agreement"]["value"] == 0.5  # t0 yes, t2 no
     res = CliRunner().invoke(app, ["reward", str(run)])
     assert res.exit_code == 0, res.output
     assert f"1 tied triplet(s) to resolve (reward.labels.resolutions): {t[2]}" in res.output

@@ -14,6 +14,7 @@ from forenset.benchmarks.reward.scorers.metrics import (
     acc4,
     agreement,
     bradley_terry,
+    elo_intervals,
     elo_sequence,
     elo_table,
     flip,
@@ -187,3 +188,22 @@ def test_majority_vote_agreement_and_position_shares():
     assert s["n"] == 4 and s["share_First"] == 0.5 and s["share_BothBad"] == 0.0
     assert s["position_bias"] == pytest.approx(2 / 3 - 0.5)
     assert flip("First") == "Second" and flip("Tie") == "Tie" and flip(None) is None
+
+
+def test_elo_intervals_are_seeded_bracket_the_ratings_and_narrow_with_more_games():
+    """Arena-style bootstrap over games: the same seed gives the same intervals; a policy that
+    wins 70 % of its games has a win-rate interval around 0.7 that shrinks with 10x the games."""
+    rng = np.random.default_rng(5)
+    few = [Game("a", "b", "First" if rng.random() < 0.7 else "Second") for _ in range(40)]
+    many = [Game("a", "b", "First" if rng.random() < 0.7 else "Second") for _ in range(400)]
+    one = elo_intervals(few, "ab", resamples=300, seed=1)
+    assert one == elo_intervals(few, "ab", resamples=300, seed=1)
+    assert one != elo_intervals(few, "ab", resamples=300, seed=2)
+    table = {r.policy: r for r in elo_table(few, shuffles=0)}
+    lo, hi = one.bt["a"]
+    assert lo < table["a"].bt < hi and one.bt_failed == 0
+    lo, hi = one.win_rate["a"]
+    assert lo < table["a"].win_rate < hi
+    big = elo_intervals(many, "ab", resamples=300, seed=1)
+    assert big.win_rate["a"][1] - big.win_rate["a"][0] < hi - lo
+    assert elo_intervals([], "ab", resamples=10).elo == {"a": None, "b": None}

@@ -47,3 +47,45 @@ def test_by_hand_and_one_sided():
     no_sim = {**row, "similarity": None}
     assert overall_average(no_sim)[0] == pytest.approx(0.2)
     assert overall_average({m: None for m in M}) == (None, None, None, None)
+
+
+def test_average_scorers_give_overall_average_and_recompute_it_on_a_resample():
+    """The registry's averages: the value is overall_average of the per-measure means; the
+    statistic on the unresampled units gives the same number, and a side with no value (no
+    judge) is left out, in the value and on every resample."""
+    import numpy as np
+
+    from forenset.benchmarks.common.scorers.types import Score, null_score
+    from forenset.benchmarks.fakebench.scorers import (
+        AUTO_AVERAGE,
+        AVERAGE,
+        JUDGED_AVERAGE,
+        MEASURES,
+    )
+
+    rows = [
+        (0.2, 0.1, 0.3, 0.6, 2, 1, 2),
+        (0.4, 0.3, 0.5, 0.8, 1, 1, 0),
+        (0.0, 0.0, 0.1, 0.5, 0, 2, 1),
+    ]
+    units = [
+        {"label": "fake", "scores": {m: Score(m, float(v), "x", "offline") for m, v in zip(MEASURES, r, strict=True)}}
+        for r in rows
+    ]  # fmt: skip
+    means = {m: sum(r[i] for r in rows) / 3 for i, m in enumerate(MEASURES)}
+    want = overall_average(means)
+    for k, scorer in enumerate((AUTO_AVERAGE, JUDGED_AVERAGE, AVERAGE)):
+        got = scorer.score(units)
+        assert got.value == pytest.approx(want[k]) and got.details["of"] == want[3]
+        x = scorer.sample(units)
+        assert scorer.statistic(x[None])[0] == pytest.approx(want[k])
+    no_judge = [
+        {"label": "fake", "scores": {**u["scores"], **{m: null_score(m, "no judge") for m in MEASURES[4:]}}}
+        for u in units
+    ]  # fmt: skip
+    auto = AUTO_AVERAGE.score(no_judge).value
+    assert AVERAGE.score(no_judge).value == pytest.approx(auto)
+    assert JUDGED_AVERAGE.score(no_judge).value is None
+    x = AVERAGE.sample(no_judge)
+    idx = np.random.default_rng(0).integers(0, 3, size=(5, 3))
+    assert np.all(np.isfinite(AVERAGE.statistic(x[idx])))  # the judged side never drags it NaN

@@ -10,6 +10,7 @@ import pytest
 
 from forenset.backends.llm import reset_stage
 from forenset.benchmarks.fakebench import text as fb
+from forenset.benchmarks.fakebench.report import pivot_scores
 from forenset.config import validate_config
 from forenset.testing.fake_openai import FakeOpenAI, request_images, request_text
 from tests.conftest import small_config_dict
@@ -137,7 +138,7 @@ def test_author_answers_and_scores_against_the_fake_server(tmp_path):
     # judge: 5 rounds per FakeClue (two modes) and FakeQA item
     assert sum("Golden answer:" in t for t in texts) == 5 * (2 * 2 + 4)
 
-    sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    sc = pivot_scores(ok(store, "fakebench_scores"))
     fc = [r for r in items if r["task"] == "fakeclass"]
     want = sum(
         (r["question"] == fb.Q_FAKE and r["label"] == "fake")
@@ -207,7 +208,7 @@ def test_human_edited_clues_replace_the_golden_clue(tmp_path):
 def test_constant_reference_scores_exactly_the_share_of_its_belief(tmp_path):
     model = {"name": "always-fake", "kind": "constant", "belief": "fake"}
     store, _, _ = run_local(config(tmp_path, models=[model]))
-    sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    sc = pivot_scores(ok(store, "fakebench_scores"))
     # "Yes." to "fake?", "No." to "real?", "fake" to "what?": right on fakes, wrong on reals
     assert sc["always-fake/fakeclass/label=fake"]["accuracy"] == 1.0
     assert sc["always-fake/fakeclass/label=real"]["accuracy"] == 0.0
@@ -216,6 +217,20 @@ def test_constant_reference_scores_exactly_the_share_of_its_belief(tmp_path):
     assert gens["real"]["accuracy"] == 0.0 and "real" in gens and len(gens) >= 2
     assert all(r["accuracy"] == 1.0 for g, r in gens.items() if g != "real")
     assert sum(r["n"] for r in gens.values()) == sc["always-fake/fakeclass/all=all"]["n"]
+    # issue 31: n, a seeded interval or its reason, and a caveat on degenerate sets
+    long = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    for r in long.values():
+        assert r["n"] is not None and r["metric"]
+        if r["ci_low"] is None:
+            assert r["ci_reason"], r["score_id"]
+        else:
+            # (the bootstrap's numpy means may differ from fmean's in the last bit)
+            assert r["ci_low"] - 1e-9 <= r["value"] <= r["ci_high"] + 1e-9, r["score_id"]
+    fake = long["always-fake/fakeclass/label=fake/accuracy"]
+    assert (fake["ci_low"], fake["ci_high"]) == (1.0, 1.0)  # every resample is all right
+    assert "no real images" not in (fake["caveat"] or "")  # one class by design (Table 4)
+    overall = long["always-fake/fakeclass/all=all/accuracy"]
+    assert overall["n"] < 10 and "below the minimum of 10" in overall["caveat"]
     clue = sc.get("always-fake/fakeclue/mode=inference")
     if clue is not None:  # the verdict after its (empty) reasoning is always fake
         assert clue["accuracy"] == 1.0 and clue["completeness"] is None
@@ -231,7 +246,9 @@ def test_constant_reference_scores_exactly_the_share_of_its_belief(tmp_path):
     res = CliRunner().invoke(app, ["fakebench", str(store.root)])
     assert res.exit_code == 0, res.output
     assert "FakeClass" in res.output and "always-fake" in res.output
-    assert "100.00" in res.output and "50.00" in res.output  # fake subset, overall
+    # a few FakeClass items: every number is under min_n (10), shown as not meaningful, never as a
+    # result, with its caveat under the tables
+    assert "not meaningful" in res.output and "is below the minimum of 10" in res.output
     assert "no judge model configured" in res.output  # the dash's reason
     html = render_report(store, gallery=0)
     assert "<h2>FakeBench</h2>" in html and "always-fake" in html
@@ -286,8 +303,9 @@ def test_failed_judge_rounds_are_left_out_and_asked_again_on_rebuild(tmp_path):
         )
         cfg = config(tmp_path, models=[model], judge=llm("openai", srv), judge_rounds=2)
         store, _, _ = run_local(cfg)
-        got = {r["score_id"]: r for r in rows(store, "fakebench_scores")}
-        (bad,) = [r for r in got.values() if r["status"] == "error"]
+        every = rows(store, "fakebench_scores")
+        got = pivot_scores(every)
+        (bad,) = [r for r in every if r["status"] == "error"]
         assert bad["retryable"] and "judge round" in bad["error"]
         qa = got["always-fake/fakeqa/all=all"]  # every FakeQA round failed: null with the error
         assert qa["completeness"] is None and "500" in qa["completeness_reason"]
@@ -295,8 +313,9 @@ def test_failed_judge_rounds_are_left_out_and_asked_again_on_rebuild(tmp_path):
         srv.fault_for = None
         store, _, again = run_local(cfg)
     assert again["fakebench_scores"] == 1 and again["fakebench_items"] == 0
-    got = {r["score_id"]: r for r in rows(store, "fakebench_scores")}
-    assert all(r["status"] == "ok" for r in got.values())
+    every = rows(store, "fakebench_scores")
+    got = pivot_scores(every)
+    assert all(r["status"] == "ok" for r in every)
     assert got["always-fake/fakeqa/all=all"]["completeness"] == 2
 
 
@@ -376,7 +395,7 @@ def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
             assert (answers[iid]["response"], answers[iid]["null_reason"]) == (text, why)
 
     # scores exist for all three tasks; FakeClass accuracy is the exact-match share
-    sc = {r["score_id"]: r for r in ok(store, "fakebench_scores")}
+    sc = pivot_scores(ok(store, "fakebench_scores"))
     fcs = [i for i in items.values() if i["task"] == "fakeclass"]
     acc = sum(
         fb.exact_match(i["form"], i["answer"], answers[i["item_id"]]["response"]) for i in fcs

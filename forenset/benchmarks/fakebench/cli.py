@@ -41,9 +41,9 @@ def fakebench(
     if t is None:
         fail(f"{run_dir} has a fakebench_scores table without ok rows", code=1)
     for title, headers, rows in (
-        ("FakeClass: accuracy (%)", CLASS_HEADERS, t.fakeclass),
-        ("FakeClue (inference / fault-finding mode)", CLUE_HEADERS, t.fakeclue),
-        ("FakeQA (free mode)", TEXT_HEADERS, t.fakeqa),
+        ("FakeClass: accuracy (%) [95% CI]", CLASS_HEADERS, t.fakeclass),
+        ("FakeClue (inference / fault-finding mode) [95% CI]", CLUE_HEADERS, t.fakeclue),
+        ("FakeQA (free mode) [95% CI over images]", TEXT_HEADERS, t.fakeqa),
     ):
         table = Table(title=title)
         for col in headers:
@@ -55,6 +55,8 @@ def fakebench(
         console.print("models: " + "; ".join(t.models))
     for (header, why), where in t.reasons.items():
         console.print(f"{DASH} {header}: {why} ({', '.join(where)})")
+    for caveat in t.caveats:
+        console.print(caveat)
 
 
 @app.command("fakebench-export")

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from forenset.backends.llm.types import LLMSettings
 from forenset.benchmarks.common.responders import ResponderConfig, responder_list_item
+from forenset.benchmarks.common.scoring.intervals import IntervalsConfig
 from forenset.confbase import Strict, operational
 
 AUTHOR_TEMPLATE = "fakebench_fault_finding"
@@ -62,6 +63,7 @@ class FakeBenchConfig(Strict):
     judge_rounds: int = Field(5, ge=1, le=20)
     similarity_model: str | None = None  # local sentence encoder folder; None: null
     official: OfficialRelease | None = None  # items from the official release, not the run
+    intervals: IntervalsConfig = IntervalsConfig()  # bootstrap resamples, level, seed, min_n
     prompts_dir: str | None = operational(None)
 
     @field_validator("clue_modes")

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from forenset.backends.image.generator import GeneratorConfig
 from forenset.backends.llm.types import LLMSettings
 from forenset.benchmarks.common.responders import ResponderConfig, make, responder_list_item
+from forenset.benchmarks.common.scoring.intervals import IntervalsConfig
 from forenset.benchmarks.reward.scorers.metrics import K_DEFAULT
 from forenset.confbase import Strict
 
@@ -82,6 +83,7 @@ class RewardConfig(Strict):
     labels: LabelsConfig = LabelsConfig()
     elo_k: float = Field(K_DEFAULT, gt=0)
     elo_shuffles: int = Field(100, ge=0)
+    intervals: IntervalsConfig = IntervalsConfig()  # bootstrap resamples, level, seed, min_n
 
     @field_validator("generators", "policies", "judges")
     @classmethod

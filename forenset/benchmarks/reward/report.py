@@ -9,7 +9,6 @@ Shared by ``forenset reward`` (Rich tables) and the HTML report, so both show th
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +37,30 @@ def num(v: float | None, digits: int = 1) -> str:
     return DASH if v is None else f"{v:.{digits}f}"
 
 
+NOT_MEANINGFUL = "not meaningful"
+
+
+def cell(
+    r: dict[str, Any] | None,
+    fmt: Any = pct,
+    notes: list[str] | None = None,
+    where: str = "",
+    with_n: bool = True,
+) -> str:
+    """One number as the tables show it: value [95 % interval] and n; a dash when null; "not
+    meaningful" when the row has a caveat (the caveat goes to ``notes``, never a number)."""
+    if r is None or r.get("value") is None:
+        return DASH
+    if r.get("caveat"):
+        if notes is not None:
+            notes.append(f"{where}: not meaningful ({r['caveat']})")
+        return f"{NOT_MEANINGFUL} (n={r['n']})"
+    out = fmt(r["value"])
+    if r.get("ci_low") is not None:
+        out += f" [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
+    return out + (f" n={r['n']}" if with_n else "")
+
+
 def _rows(con: Any, sql: str) -> list[dict[str, Any]]:
     cur = con.execute(sql)
     cols = [d[0] for d in cur.description]
@@ -45,25 +68,35 @@ def _rows(con: Any, sql: str) -> list[dict[str, Any]]:
 
 
 def reward_tables(con: Any) -> RewardTables:
-    """All tables from a DuckDB connection with ``reward_scores`` and ``reward_labels`` views."""
+    """All tables from a DuckDB connection with ``reward_scores`` and ``reward_labels`` views:
+    the long rows pivoted to the paper's shapes, each number with its interval and n."""
     s = _rows(con, "SELECT * FROM reward_scores WHERE status = 'ok' ORDER BY score_id")
+    # (table, subject, group, labels_from) -> metric -> row
+    g: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+    for r in s:
+        g.setdefault((r["table"], r["subject"], r["group"], r["labels_from"]), {})[r["metric"]] = r
     out = RewardTables()
-    acc = [r for r in s if r["table"] == "policy_accuracy"]
-    gens = sorted({r["group"] for r in acc} - {"overall", "real", "fake"})
+    caveats: list[str] = []
+    acc = {k: v["accuracy"] for k, v in g.items() if k[0] == "policy_accuracy"}
+    gens = sorted({k[2] for k in acc} - {"overall", "real", "fake"})
     heads = ["policy", "overall acc", "real acc", "fake acc", *gens]
-    cells: dict[str, dict[str, float]] = {}
-    for r in acc:
-        cells.setdefault(r["subject"], {})[r["group"]] = r["value"]
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    for k, r in acc.items():
+        cells.setdefault(k[1], {})[k[2]] = r
     rows = [
-        [p, *(pct(g.get(c)) for c in ("overall", "real", "fake", *gens))]
-        for p, g in sorted(cells.items(), key=lambda kv: -(kv[1].get("overall") or 0))
-    ]
-    out.tables.append(RewardTable("Tables 1-2: policy accuracy (detection)", heads, rows))
-    elo = [r for r in s if r["table"] == "elo"]
+        [p, *(cell(gr.get(c), pct, caveats, f"{p} {c} acc") for c in ("overall", "real", "fake",
+                                                                       *gens))]
+        for p, gr in sorted(cells.items(), key=lambda kv: -(kv[1]["overall"]["value"] or 0))
+    ]  # fmt: skip
+    out.tables.append(
+        RewardTable("Tables 1-2: policy accuracy (detection) [95% CI] n", heads, rows)
+    )
+    elo = {k: v for k, v in g.items() if k[0] == "elo"}
     sources = {r["labels_source"] for r in s if r["labels_source"]}
-    judges = sorted({r["subject"] for r in s if r["table"] == "judge_accuracy"})
-    for src in sorted({r["labels_from"] for r in elo}, key=lambda x: (x in judges, x)):
-        mine = sorted((r for r in elo if r["labels_from"] == src), key=lambda r: r["rank"])
+    judges = sorted({k[1] for k in g if k[0] == "judge_accuracy"})
+    for src in sorted({k[3] for k in elo}, key=lambda x: (x in judges, x)):
+        mine = sorted((v for k, v in elo.items() if k[3] == src), key=lambda m: m["rank"]["value"])
+        n = mine[0]["elo"]["n"] if mine else 0
         title = (
             f"Elo of policies from {src} judge labels"
             if src in judges
@@ -71,47 +104,51 @@ def reward_tables(con: Any) -> RewardTables:
         )
         out.tables.append(
             RewardTable(
-                title + " (mean over shuffled orders; Bradley-Terry beside it)",
+                title + f" (n = {n} labelled games; mean Elo over shuffled orders, Bradley-Terry "
+                "beside it; [95% bootstrap CI over games])",
                 ["rank", "policy", "Elo", "BT", "games", "wins", "losses", "ties", "win rate"],
                 [
                     [
-                        str(r["rank"]),
-                        r["subject"],
-                        num(r["elo"]),
-                        num(r["bt"]),
-                        str(r["games"]),
-                        str(r["wins"]),
-                        str(r["losses"]),
-                        str(r["ties"]),
-                        num(r["win_rate"], 3),
+                        str(int(m["rank"]["value"])),
+                        m["elo"]["subject"],
+                        cell(m["elo"], num, caveats, f"{src}: {m['elo']['subject']} Elo", False),
+                        cell(m["bt"], num, caveats, f"{src}: {m['bt']['subject']} BT", False),
+                        *(str(int(m[c]["value"])) for c in ("games", "wins", "losses", "ties")),
+                        cell(
+                            m["win_rate"],
+                            lambda v: num(v, 3),
+                            caveats,
+                            f"{src}: {m['elo']['subject']} win rate",
+                            False,
+                        ),
                     ]  # fmt: skip
-                    for r in mine
+                    for m in mine
                 ],
             )
         )
-    bias = {r["subject"]: r for r in s if r["table"] == "position_bias"}
     rows = []
     for j in judges:
-        by = {r["group"]: r for r in s if r["table"] == "judge_accuracy" and r["subject"] == j}
-        sh, sw = by.get("shown", {}), by.get("swapped", {})
-        b = bias.get(j, {})
-        extra = json.loads(b.get("extra") or "{}")
+        sh = g.get(("judge_accuracy", j, "shown", _src(sources)), {})
+        sw = g.get(("judge_accuracy", j, "swapped", _src(sources)), {})
+        b = g.get(("position_bias", j, "shown", j), {})
         rows.append(
             [
                 j,
-                num(_p(sh.get("acc4")), 2),
-                num(_p(sh.get("acc2")), 2),
-                num(_p(sw.get("acc4")), 2),
-                num(_p(sw.get("acc2")), 2),
-                num(b.get("value"), 3),
-                num(extra.get("swap_consistency"), 3),
+                cell(sh.get("acc4"), pct, caveats, f"{j} 4-way acc"),
+                cell(sh.get("acc2"), pct, caveats, f"{j} 2-way acc"),
+                cell(sw.get("acc4"), pct, caveats, f"{j} 4-way swapped"),
+                cell(sw.get("acc2"), pct, caveats, f"{j} 2-way swapped"),
+                cell(b.get("position_bias"), lambda v: num(v, 3), caveats, f"{j} position bias"),
+                cell(
+                    b.get("swap_consistency"), lambda v: num(v, 3), caveats, f"{j} swap consistency"
+                ),
             ]  # fmt: skip
         )
     rows.sort(key=lambda r: r[2], reverse=True)
     src = ", ".join(sorted(sources)) or "no"
     out.tables.append(
         RewardTable(
-            f"Table 4: judges against {src} labels (%)",
+            f"Table 4: judges against {src} labels [95% CI over triplets] n",
             [
                 "judge",
                 "4-way acc",
@@ -124,20 +161,24 @@ def reward_tables(con: Any) -> RewardTables:
             rows,
         )
     )
-    agree = {r["group"]: r for r in s if r["table"] == "agreement"}
-    if agree:
-        a4, a2 = agree.get("4-way", {}), agree.get("clear", {})
+    a4 = g.get(("agreement", "annotators", "4-way", _src(sources)), {}).get("agreement")
+    a2 = g.get(("agreement", "annotators", "clear", _src(sources)), {}).get("agreement")
+    if a4 or a2:
         out.notes.append(
-            f"inter-annotator agreement ({src}): {pct(a4.get('value'))} 4-way over "
-            f"{a4.get('n')} pairs, {pct(a2.get('value'))} on clear winners over {a2.get('n')} "
-            "pairs (paper: 68.0% / 98.3%)"
+            f"inter-annotator agreement ({src}): {cell(a4, pct, caveats, '4-way agreement', False)}"
+            f" 4-way over {(a4 or {}).get('n')} pairs, "
+            f"{cell(a2, pct, caveats, 'clear agreement', False)} on clear winners over "
+            f"{(a2 or {}).get('n')} pairs (paper: 68.0% / 98.3%; intervals resample triplets)"
         )
-    if "annotators" in bias:
+    ab = g.get(("position_bias", "annotators", "shown", _src(sources)), {}).get("position_bias")
+    if ab:
         out.notes.append(
-            f"annotators' position bias (First share of clear choices - 0.5): {num(bias['annotators']['value'], 3)}"
+            "annotators' position bias (First share of clear choices - 0.5): "
+            + cell(ab, lambda v: num(v, 3), caveats, "annotators' position bias")
         )
     if "simulated" in sources:
         out.notes.append("labels are SIMULATED (the documented noisy rule), not human judgments")
+    out.notes += caveats
     out.ties = [
         r["triplet_id"]
         for r in _rows(
@@ -148,5 +189,5 @@ def reward_tables(con: Any) -> RewardTables:
     return out
 
 
-def _p(v: float | None) -> float | None:
-    return None if v is None else 100 * v
+def _src(sources: set[str]) -> str | None:
+    return next(iter(sorted(sources)), None)

@@ -30,8 +30,15 @@ def safeimg_cmd(
         Path | None,
         typer.Option(help="YAML of an llm: pool (LLMSettings) for the alignment judge."),
     ] = None,
+    resamples: Annotated[
+        int, typer.Option(min=0, help="Bootstrap resamples behind each interval (0: none).")
+    ] = 1000,
+    min_n: Annotated[
+        int, typer.Option(min=1, help="Fewer items: the number is marked not meaningful.")
+    ] = 10,
 ) -> None:
-    """SafeIMG: build D_ann / D_hard / excluded / D_real and print Tables 2-3 from detections."""
+    """SafeIMG: build D_ann / D_hard / excluded / D_real and print Tables 2-3 from detections,
+    each number with n and a seeded 95% bootstrap interval."""
     import yaml
 
     from forenset.benchmarks.safeimg.sets import format_tables, run_safeimg, simulate_annotations
@@ -58,9 +65,12 @@ def safeimg_cmd(
         )
     if simulate:
         typer.echo(f"simulated triage: {json.dumps(simulate_annotations(store, seed))}")
+    from forenset.benchmarks.common.scoring.intervals import IntervalsConfig
+
     res = run_safeimg(
-        store, per_category=per_category, seed=seed, real_categories=real_categories, judge=j
-    )
+        store, per_category=per_category, seed=seed, real_categories=real_categories, judge=j,
+        intervals=IntervalsConfig(resamples=resamples, min_n=min_n),
+    )  # fmt: skip
     if not res["counts"]["D_SafeIMG"] and not res["excluded_reasons"]:
         echo_fail("the run has no text-to-image candidates (add a t2i generator)", code=1)
     typer.echo(format_tables(res))

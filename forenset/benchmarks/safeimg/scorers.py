@@ -13,6 +13,10 @@ that decide whether a model rationale hits a human anomaly (§3.5).
 * Δ(l) (eq. 13), at image level (a label counted once per image):
   P(l | false negative) − P(l | all AI-generated images); None when there is no false negative.
 
+Every number the CLI and report print also carries its n, a seeded 95 % percentile bootstrap
+interval over its items (:class:`Intervals`: images; anomalies for the hit rate) and a caveat
+when its set is below ``min_n`` (the paper reports neither n nor intervals).
+
 Matchers: :class:`ModelAlignmentJudge` (an ``llm:`` pool, template ``safeimg_alignment``) as
 the paper does, and :func:`offline_match` (``offline-vocab-box-v1``), the labelled fallback: a
 rationale hits an anomaly when its text names a word of the anomaly label's vocabulary, or its
@@ -24,14 +28,21 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from forenset.backends.llm.types import ChatRequest, ChatResult, LLMSettings
+from forenset.benchmarks.common.scoring.intervals import (
+    IntervalsConfig,
+    bootstrap,
+    degenerate,
+    row_seed,
+)
 
 if TYPE_CHECKING:
     from forenset.backends.llm.cache import ResponseCache
@@ -313,4 +324,81 @@ class ModelAlignmentJudge:
                 out[i] = (matrix_from(res.parsed, len(it[1]), len(it[2])), res)
             else:
                 out[i] = (None, res)
+        return out
+
+
+# -- n, intervals and caveats ----------------------------------------------------------------
+def _share(a: np.ndarray) -> np.ndarray:
+    return a[..., 0].mean(axis=1)
+
+
+def _delta(a: np.ndarray) -> np.ndarray:
+    """Eq. 13 per resample from per-image columns (label and missed, missed, label)."""
+    fn = a[..., 1].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(fn > 0, a[..., 0].sum(axis=1) / np.where(fn > 0, fn, 1), np.nan) - a[
+            ..., 2
+        ].mean(axis=1)
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """What every printed SafeIMG number carries (issue 31): a seeded percentile bootstrap over
+    its items (images; anomalies for the hit rate) and a caveat when the set is degenerate."""
+
+    config: IntervalsConfig
+    seed: int
+
+    def cell(
+        self, value: float | None, x: np.ndarray, key: str, *, reason: str | None = None,
+        stat: Callable[[np.ndarray], np.ndarray] = _share, classes: Sequence[str] | None = None,
+        expected: Sequence[str] = (),
+    ) -> dict[str, Any]:  # fmt: skip
+        """``{value, n, reason?, ci_low, ci_high, ci_reason?, caveat?}`` for one number."""
+        iv = self.config
+        n = len(x)
+        out: dict[str, Any] = {"value": value, "n": n}
+        ci = None
+        if value is None:
+            out["reason"] = reason or "no items"
+            out["ci_reason"] = "no value"
+        elif iv.resamples < 1:
+            out["ci_reason"] = "intervals.resamples is 0"
+        elif n < 2:
+            out["ci_reason"] = f"n = {n}: an interval needs at least two items"
+        else:
+            seed = row_seed(self.seed if iv.seed is None else iv.seed, key)
+            ci = bootstrap(x, stat, resamples=iv.resamples, level=iv.level, seed=seed)
+            if ci is None:
+                out["ci_reason"] = "the value is undefined on every resample"
+        out["ci_low"], out["ci_high"] = ci if ci else (None, None)
+        caveat = degenerate(n, iv.min_n, classes, expected) if value is not None else None
+        if caveat:
+            out["caveat"] = caveat
+        return out
+
+    def rate(self, rate: Rate, hits: Sequence[bool], key: str) -> dict[str, Any]:
+        x = np.asarray(hits, dtype=float).reshape(-1, 1)
+        return self.cell(rate.value, x, key, reason=rate.reason)
+
+    def mean(self, values: Iterable[float | None], what: str, key: str) -> dict[str, Any]:
+        vals = [v for v in values if v is not None]
+        r = mean_defined(vals, what)
+        return self.cell(
+            r.value, np.asarray(vals, dtype=float).reshape(-1, 1), key, reason=r.reason
+        )
+
+    def delta(
+        self, images: Sequence[tuple[frozenset[str] | set[str], bool]], labels: Sequence[str],
+        key: str,
+    ) -> dict[str, dict[str, Any]]:  # fmt: skip
+        """Eq. 13 per label with its interval over images (None: no false negative)."""
+        values = delta_per_label(images, labels)
+        why = "no annotated images" if not images else "no false negative (missed image)"
+        out = {}
+        for lab in labels:
+            x = np.asarray(
+                [[lab in ls and miss, miss, lab in ls] for ls, miss in images], dtype=float
+            ).reshape(-1, 3)
+            out[lab] = self.cell(values[lab], x, f"{key}/{lab}", reason=why, stat=_delta)
         return out

@@ -271,19 +271,37 @@ def _box(bbox: str | None) -> m.Box | None:
     return (x0, y0, x1 - x0, y1 - y0)
 
 
-def _rate_cells(d: dict[str, m.Rate]) -> dict[str, Any]:
-    return {
-        k: {"value": r.value, "n": r.n, **({"reason": r.reason} if r.reason else {})}
-        for k, r in d.items()
-    }
+def _rate_cells(
+    d: dict[str, m.Rate], hits: dict[str, list[bool]], iv: m.Intervals, key: str
+) -> dict[str, Any]:
+    """Each rate with its n, interval (over the items of ``hits``) and caveat."""
+    return {k: iv.rate(r, hits.get(k, []), f"{key}/{k}") for k, r in d.items()}
+
+
+def _hits_by_group(
+    items: list[tuple[str, str | None]], order: Sequence[str], hit: Any
+) -> dict[str, list[bool]]:
+    """Per group (and Overall) the per-image outcomes behind ``rates_by_group``."""
+    out: dict[str, list[bool]] = {g: [] for g in order}
+    for g, a in items:
+        out.setdefault(g, []).append(hit(a))
+    out["Overall"] = [hit(a) for _, a in items]
+    return out
+
+
+def _is_real(a: str | None) -> bool:
+    return (a or "").strip().lower() == "real"
 
 
 def score(
     tables: dict[str, list[dict[str, Any]]],
     detections: list[dict[str, Any]],
     judge: m.ModelAlignmentJudge | None = None,
+    intervals: m.Intervals | None = None,
 ) -> dict[str, Any]:
-    """Tables 2-3 and the appendix statistics from the assembled sets and detections."""
+    """Tables 2-3 and the appendix statistics from the assembled sets and detections; every
+    number a cell ``{value, n, ci_low, ci_high, ...}`` (``m.Intervals``)."""
+    iv = intervals or m.Intervals(m.IntervalsConfig(), 0)
     order = list(categories())
     groups = {
         "ann": {r["sample_id"]: r for r in tables["D_ann"]},
@@ -305,6 +323,7 @@ def score(
     }
     matcher = m.OFFLINE_MATCHER if judge is None else "model-judge"
     out["matcher"] = matcher
+    out["intervals"] = iv.config.model_dump()
     for model, rows in sorted(by_model.items()):
         clean = {r["sample_id"]: r for r in rows if (r["variant"] or "0x") == "0x"}
         # Rates are over the images this model answered (``n``); ``coverage`` says how many of
@@ -317,27 +336,38 @@ def score(
             items = [
                 (s["category"], clean[sid]["answer"]) for sid, s in pool.items() if sid in clean
             ]
-            out["table2"].setdefault(name, {})[model] = _rate_cells(m.rates_by_group(items, order))
+            out["table2"].setdefault(name, {})[model] = _rate_cells(
+                m.rates_by_group(items, order), _hits_by_group(items, order, m.is_ai), iv,
+                f"table2/{name}/{model}",
+            )  # fmt: skip
         out["coverage"][model] = {
             "D_SafeIMG": [sum(s in clean for s in safe), len(safe)],
             "D_real": [sum(s in clean for s in reals), len(reals)],
         }
         items = [(s["category"], clean[sid]["answer"]) for sid, s in reals.items() if sid in clean]
-        out["real_accuracy"][model] = _rate_cells(m.rates_by_group(items, order, real=True))
+        out["real_accuracy"][model] = _rate_cells(
+            m.rates_by_group(items, order, real=True), _hits_by_group(items, order, _is_real),
+            iv, f"real_accuracy/{model}",
+        )  # fmt: skip
+        if not reals:  # say why rather than "no real images" alone
+            for c in out["real_accuracy"][model].values():
+                c["reason"] = "no real images (D_real is empty)"
         levels: dict[str, list[str | None]] = defaultdict(list)
         for r in rows:
             if r["sample_id"] in safe and r["sample_id"] in clean:  # the same images per level
                 levels[r["variant"] or "0x"].append(r["answer"])
         out["propagation"][model] = _rate_cells(
-            {lv: m.ai_detection_rate(a) for lv, a in sorted(levels.items())}
-        )
+            {lv: m.ai_detection_rate(a) for lv, a in sorted(levels.items())},
+            {lv: [m.is_ai(x) for x in a] for lv, a in levels.items()}, iv,
+            f"propagation/{model}",
+        )  # fmt: skip
         out["table3"][model], out["hit_rate"][model], out["delta"][model] = _alignment(
-            groups["ann"], safe, clean, order, judge
+            groups["ann"], safe, clean, order, judge, iv, model
         )
     return out
 
 
-def _alignment(ann, safe, clean, order, judge):
+def _alignment(ann, safe, clean, order, judge, iv: m.Intervals, model: str):
     items = []
     for sid, s in ann.items():
         if sid not in clean:  # not answered by this model: not part of its alignment
@@ -368,20 +398,23 @@ def _alignment(ann, safe, clean, order, judge):
         pairs += [(a.label, h) for a, h in zip(anoms, al.hits, strict=True)]
     t3 = {
         "Human Covered by AI": {
-            c: vars(m.mean_defined([a.human_covered for a in per_cat.get(c, [])], "images"))
+            c: iv.mean([a.human_covered for a in per_cat.get(c, [])], "images", f"hc/{model}/{c}")
             for c in [*order, "Overall"]
         },
         "AI Supported by Human": {
-            c: vars(
-                m.mean_defined(
-                    [a.ai_supported for a in per_cat.get(c, [])], "images with rationales"
-                )
+            c: iv.mean(
+                [a.ai_supported for a in per_cat.get(c, [])],
+                "images with rationales",
+                f"as/{model}/{c}",
             )
             for c in [*order, "Overall"]
         },
         "judge_failures": failed,
     }
-    hit = _rate_cells(m.hit_rate_per_label(pairs, ANOMALY_LABELS))
+    hit = {
+        lab: iv.rate(r, [h for la, h in pairs if la == lab], f"hit/{model}/{lab}")
+        for lab, r in m.hit_rate_per_label(pairs, ANOMALY_LABELS).items()
+    }
     cats = categories()
     labelled = [
         (
@@ -399,7 +432,9 @@ def _alignment(ann, safe, clean, order, judge):
         "Overall": order,
     }
     delta = {
-        sc: m.delta_per_label([(ls, fn) for c, ls, fn in labelled if c in cs], ANOMALY_LABELS)
+        sc: iv.delta(
+            [(ls, fn) for c, ls, fn in labelled if c in cs], ANOMALY_LABELS, f"delta/{model}/{sc}"
+        )
         for sc, cs in scopes.items()
     }
     return t3, hit, delta
@@ -442,8 +477,10 @@ def run_safeimg(
     real_categories: Path | None = None,
     judge: m.ModelAlignmentJudge | None = None,
     out: Path | None = None,
+    intervals: m.IntervalsConfig | None = None,
 ) -> dict[str, Any]:
-    """Assemble, write the tables and ``scores.json`` under ``<run>/benchmarks/safeimg``."""
+    """Assemble, write the tables and ``scores.json`` under ``<run>/benchmarks/safeimg``; the
+    intervals are seeded by ``intervals.seed`` or else ``seed``."""
     tables = assemble(store, per_category=per_category, seed=seed, real_categories=real_categories)
     out = Path(out) if out else Path(store.path(OUT))
     counts = write_tables(store, tables, out)
@@ -458,7 +495,9 @@ def run_safeimg(
         },
         "simulated_annotations": sim,
         "excluded_reasons": dict(Counter(r["reason"] for r in tables["excluded"])),
-        **score(tables, _detections(store), judge),
+        **score(
+            tables, _detections(store), judge, m.Intervals(intervals or m.IntervalsConfig(), seed)
+        ),
     }
     write_atomic(out / "scores.json", json.dumps(res, indent=1, sort_keys=True, default=str))
     return res
@@ -468,9 +507,36 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}"
 
 
+W = 12  # column width of the plain-text tables
+
+
+def _lines(label: str, cells: dict[str, Any], cols: Sequence[str], notes: list[str]) -> list[str]:
+    """A model's row as three lines: the values (n.m. = not meaningful, its caveat to
+    ``notes``), their 95 % intervals and their n."""
+    vals, cis, ns = [], [], []
+    for c in cols:
+        x = cells.get(c) or {}
+        v = x.get("value")
+        if v is not None and x.get("caveat"):
+            notes.append(f"{label} {c}: {x['caveat']}")
+            vals.append("n.m.")
+        else:
+            vals.append(_pct(v))
+        lo, hi = x.get("ci_low"), x.get("ci_high")
+        cis.append("-" if lo is None else f"{_pct(lo)}-{_pct(hi)}")
+        ns.append(str(x.get("n", "-")))
+    return [
+        label[:27].ljust(28) + "".join(v.rjust(W) for v in vals),
+        "  95% CI".ljust(28) + "".join(v.rjust(W) for v in cis),
+        "  n".ljust(28) + "".join(v.rjust(W) for v in ns),
+    ]
+
+
 def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> str:
-    """Plain-text Tables 2-3 (percent), in the paper's column order."""
+    """Plain-text Tables 2-3 (percent), in the paper's column order; every number with its 95 %
+    bootstrap interval and n, "n.m." (not meaningful) where its set is degenerate."""
     cols = list(columns or [*categories(), "Overall"])
+    notes: list[str] = []
     lines = [
         f"SafeIMG: {json.dumps(res['counts'])}"
         + ("  [SIMULATED annotations: demo only]" if res.get("simulated_annotations") else "")
@@ -480,43 +546,49 @@ def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> 
             f"{model}: answered {cov['D_SafeIMG'][0]} of {cov['D_SafeIMG'][1]} D_SafeIMG images, "
             f"{cov['D_real'][0]} of {cov['D_real'][1]} D_real images (rates are over answered ones)"
         )
-    head = "Model".ljust(28) + "".join(c.rjust(8) for c in cols)
+    iv = res.get("intervals") or {}
+    lines.append(
+        f"intervals: {iv.get('resamples')} bootstrap resamples over images (hit rate: anomalies),"
+        f" {iv.get('level')} percentile; n.m. = not meaningful (n below {iv.get('min_n')})"
+    )
+    head = "Model".ljust(28) + "".join(c.rjust(W) for c in cols)
     for name in SUBSETS:
         lines += [f"\nTable 2 - AI detection rate (%) on {name}", head]
         for model, cells in res["table2"].get(name, {}).items():
-            lines.append(
-                model[:27].ljust(28)
-                + "".join(_pct(cells.get(c, {}).get("value")).rjust(8) for c in cols)
-            )
+            lines += _lines(f"{model} {name}", cells, cols, notes)
     lines += ["\nReal-image accuracy (%) on D_real", head]
     for model, cells in res["real_accuracy"].items():
-        lines.append(
-            model[:27].ljust(28)
-            + "".join(_pct(cells.get(c, {}).get("value")).rjust(8) for c in cols)
-        )
+        lines += _lines(f"{model} D_real", cells, cols, notes)
+        why = {c.get("reason") for c in cells.values() if c.get("value") is None}
+        if cells and all(c.get("value") is None for c in cells.values()):
+            lines.append(f"  {model}: {', '.join(sorted(w for w in why if w))}")
     lines += ["\nAI detection rate (%) by propagation level on D_SafeIMG"]
     for model, cells in res["propagation"].items():
-        lines.append(
-            model[:27].ljust(28) + "  ".join(f"{lv} {_pct(c['value'])}" for lv, c in cells.items())
-        )
+        lv = list(cells)
+        lines += ["Level".ljust(28) + "".join(c.rjust(W) for c in lv)]
+        lines += _lines(f"{model} propagation", cells, lv, notes)
     lines += [
         f"\nTable 3 - Human-AI alignment (%) on D_ann, matcher {res['matcher']}",
-        "Metric".ljust(28) + "".join(c.rjust(8) for c in cols),
+        "Metric".ljust(28) + "".join(c.rjust(W) for c in cols),
     ]
     for model, t3 in res["table3"].items():
         for metric in ("Human Covered by AI", "AI Supported by Human"):
-            lines.append(
-                f"{metric} [{model}]"[:27].ljust(28)
-                + "".join(_pct(t3[metric][c]["value"]).rjust(8) for c in cols)
-            )
-    lines += ["\nHit rate (%) per artefact label"]
+            lines += _lines(f"{metric} [{model}]", t3[metric], cols, notes)
+    lines += ["\nHit rate (%) per artefact label (over anomalies)"]
     for model, cells in res["hit_rate"].items():
-        lines.append(
-            model[:27].ljust(28) + "  ".join(f"{k} {_pct(v['value'])}" for k, v in cells.items())
-        )
+        labs = list(cells)
+        lines += ["Label".ljust(28) + "".join(c.rjust(W) for c in labs)]
+        lines += _lines(f"{model} hit rate", cells, labs, notes)
     lines += ["\nDelta(l) (eq. 13, points) Overall"]
     for model, sc in res["delta"].items():
-        lines.append(
-            model[:27].ljust(28) + "  ".join(f"{k} {_pct(v)}" for k, v in sc["Overall"].items())
+        labs = list(sc["Overall"])
+        lines += ["Label".ljust(28) + "".join(c.rjust(W) for c in labs)]
+        lines += _lines(f"{model} delta", sc["Overall"], labs, notes)
+        why = sorted(
+            {c.get("reason") for c in sc["Overall"].values() if c.get("value") is None} - {None}
         )
+        if why:
+            lines.append(f"  {model} delta: {'; '.join(why)}")
+    if notes:
+        lines += ["\nNot meaningful:"] + [f"  {n}" for n in notes]
     return "\n".join(lines)

@@ -21,6 +21,19 @@ BUILTIN: dict[str, dict[str, str]] = {
         "bertscore_f1": "forenset.benchmarks.evaluation.scorers.table5:BERTSCORE_F1",
         "sle": "forenset.benchmarks.evaluation.scorers.table5:SLE",
     },
+    "fakebench": {  # FakeBench Tables 4-8: FakeClass accuracy, then Tables 5-7's columns
+        "accuracy": "forenset.benchmarks.fakebench.scorers:ACCURACY",
+        "bleu1": "forenset.benchmarks.fakebench.scorers:BLEU1",
+        "bleu2": "forenset.benchmarks.fakebench.scorers:BLEU2",
+        "rouge_l": "forenset.benchmarks.fakebench.scorers:ROUGE_L",
+        "similarity": "forenset.benchmarks.fakebench.scorers:SIMILARITY",
+        "auto_average": "forenset.benchmarks.fakebench.scorers:AUTO_AVERAGE",
+        "completeness": "forenset.benchmarks.fakebench.scorers:COMPLETENESS",
+        "preciseness": "forenset.benchmarks.fakebench.scorers:PRECISENESS",
+        "relevance": "forenset.benchmarks.fakebench.scorers:RELEVANCE",
+        "judged_average": "forenset.benchmarks.fakebench.scorers:JUDGED_AVERAGE",
+        "average": "forenset.benchmarks.fakebench.scorers:AVERAGE",
+    },
 }
 _REGISTERED: dict[str, dict[str, Scorer]] = {}
 

@@ -1,7 +1,15 @@
 """fakebench_scores: FakeBench's measures per evaluated model and task (§4.1, Tables 4–7).
 
-A gathering stage, one shard per evaluated model (partition ``answerer``). Each output row scores
-the answers of one (model, task, group):
+A gathering stage, one shard per evaluated model (partition ``answerer``). Long format: each
+output row is one ``metric`` of one (model, task, group), scored by the registry's
+``fakebench`` scorers (:mod:`forenset.benchmarks.fakebench.scorers`) with
+:func:`~forenset.benchmarks.common.scoring.score_rows`: its ``value``, ``n`` (the units behind
+it: items with a value; FakeQA ``all``: images, as its mean is per image), a seeded bootstrap
+interval over those units (``ci_low`` / ``ci_high``, or ``ci_reason``), the ``model`` behind it,
+``reason`` when null and ``caveat`` when not meaningful (one class in a set that needs both, or
+fewer than ``fakebench.intervals.min_n`` units). ``details`` holds ``n_items`` (answers scored;
+FakeQA: questions), ``n_images`` and, for the averages, ``of`` (the measures covered). The groups
+and metrics:
 
 * **FakeClass** (``task = fakeclass``): accuracy, the share of questions whose reply passes the
   exact-match rule of §3.2 (:func:`forenset.benchmarks.fakebench.text.exact_match`: the reply's authenticity
@@ -26,8 +34,9 @@ the answers of one (model, task, group):
 ``judged_average`` (Completeness, Preciseness, Relevance on their 0-2 scale: the "GPT-assisted
 Aver." column) divided by 2 to [0, 1]; e.g. GPT-4V in Table 5: (0.282 + 1.729 / 2) / 2 = 0.573.
 When one side is missing (no judge, no encoder), each side averages what it has and the overall
-is the side present; ``average_of`` names the measures, so such an average is never mistaken for
-the full one.
+is the side present; ``details.of`` names the measures, so such an average is never mistaken for
+the full one. The averages' intervals resample the items once and recompute every measure and
+then the averages on that resample.
 An answer that is an error row (a failed call) is not scored; an item that has no answer at all
 counts as wrong for FakeClass and as an empty text (scored 0) elsewhere: a model cannot gain by
 failing. Without a judge or an encoder the columns are null with the reason. Judge rounds that
@@ -38,27 +47,29 @@ the response cache).
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
-from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
 import pyarrow as pa
 
 from forenset.benchmarks.common.scorers.types import Score, null_score
+from forenset.benchmarks.common.scoring.intervals import degenerate
 from forenset.benchmarks.fakebench.config import FakeBenchConfig
 from forenset.benchmarks.fakebench.schemas.fakebench_scores import SCHEMA
+from forenset.benchmarks.fakebench.scorers import (
+    JUDGED,
+    MEASURES,
+    MODEL_METRICS,
+    overall_average,  # noqa: F401 - imported from here by callers (tests, docs)
+)
 from forenset.benchmarks.fakebench.text import exact_match
 from forenset.confbase import fingerprint_view
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage
 
-OVERLAP = ("bleu1", "bleu2", "rouge_l")
-JUDGED = ("completeness", "preciseness", "relevance")
-MODEL_METRICS = ("similarity", *JUDGED)
-NOT_FAKECLASS = "FakeClass is scored by accuracy only"
-AVERAGES = ("auto_average", "judged_average", "average", "average_of")
 WITHHELD = "the golden clues are withheld (FakeBench's public release): the verdict only"
 
 
@@ -67,38 +78,11 @@ def withheld(item: dict[str, Any]) -> bool:
     return item["task"] == "fakeclue" and item.get("golden_source") == "withheld"
 
 
-def image_mean(values: Sequence[tuple[str, float]]) -> float:
-    """Mean over images of the mean over each image's values (FakeQA, §3.5)."""
-    per: dict[str, list[float]] = defaultdict(list)
-    for image, v in values:
-        per[image].append(v)
-    return fmean(fmean(vs) for vs in per.values())
-
-
-AUTOMATIC = (*OVERLAP, "similarity")
-
-
-def overall_average(
-    row: dict[str, Any],
-) -> tuple[float | None, float | None, float | None, str | None]:
-    """(automatic Aver., judged Aver. on 0-2, overall on 0-1, the measures used), as FakeBench's
-    Tables 5-7: overall = (automatic Aver. + judged Aver. / 2) / 2 (§4.1: "the average of
-    automatic and GPT-assisted measures scaled to the range of [0,1]"). A side with no measure
-    is None and the overall is the other side alone."""
-    auto = [row[m] for m in AUTOMATIC if row.get(m) is not None]
-    judged = [row[m] for m in JUDGED if row.get(m) is not None]
-    a = fmean(auto) if auto else None
-    j = fmean(judged) if judged else None
-    sides = [v for v in (a, None if j is None else j / 2) if v is not None]
-    if not sides:
-        return None, None, None, None
-    used = [m for m in (*AUTOMATIC, *JUDGED) if row.get(m) is not None]
-    return a, j, fmean(sides), ",".join(used)
-
-
 class FakeBenchScores(Stage[FakeBenchConfig]):
     name = "fakebench_scores"
-    version = "2"  # 2: overall = mean of the automatic and the judged average (Tables 5-7)
+    # 2: overall = mean of the automatic and the judged average (Tables 5-7)
+    # 3: long format (one row per metric) with n, bootstrap intervals and caveats
+    version = "3"
     inputs = ("fakebench_items", "fakebench_answers")
     input_columns = {
         "fakebench_items": ("item_id", "task", "sample_id", "label", "form", "question",
@@ -117,7 +101,7 @@ class FakeBenchScores(Stage[FakeBenchConfig]):
 
     def stage_config(self) -> Any:
         v = fingerprint_view(self.fcfg)
-        return {k: v[k] for k in ("judge", "judge_rounds", "similarity_model")}
+        return {k: v[k] for k in ("judge", "judge_rounds", "similarity_model", "intervals")}
 
     def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
         if not self.fcfg.enabled:
@@ -220,7 +204,9 @@ class FakeBenchScores(Stage[FakeBenchConfig]):
             if i["task"] == "fakeqa":
                 groups[(i["task"], "dimension", i["dimension"])].append(i)
         rows = [
-            self.group_row(name, key, members, scores) for key, members in sorted(groups.items())
+            r
+            for key, members in sorted(groups.items())
+            for r in self.group_rows(name, key, members, scores)
         ]
         failures = getattr(self, "transient_failures", 0)
         if failures:  # the means above leave those rounds out; a rebuild asks them again
@@ -240,73 +226,92 @@ class FakeBenchScores(Stage[FakeBenchConfig]):
         for r in rows:
             r.setdefault("status", "ok")
             r.update(backend="scorers", stage_version=self.version, elapsed_ms=ms)
+            r.setdefault("metric", None)
         return self.to_table(rows)
 
-    def group_row(
+    def group_rows(
         self,
         name: str,
         key: tuple[str, str, str],
         members: list[dict[str, Any]],
         scores: dict[str, dict[str, Score]],
-    ) -> dict[str, Any]:
+    ) -> list[dict[str, Any]]:
+        """The group's metrics as long rows, scored by the registry's ``fakebench`` scorers
+        over the group's units (items; FakeQA ``all``: images)."""
+        from forenset.benchmarks.common.scoring import metric_names, score_rows, scorer
+
         task, kind, group = key
-        row: dict[str, Any] = {
-            "score_id": f"{name}/{task}/{kind}={group}",
-            "answerer": name,
-            "task": task,
-            "group_kind": kind,
-            "group": group,
-            "n": len(members),
-            "n_images": len({m["sample_id"] for m in members}),
-        }
+        fields = {"answerer": name, "task": task, "group_kind": kind, "group": group}
+        prefix = f"{name}/{task}/{kind}={group}"
         if task == "fakeclass":
-            row["accuracy"] = fmean(
-                exact_match(m["form"], m["answer"], m["response"]) for m in members
-            )
-            blank = {m: None for m in (*OVERLAP, "overlap_model", *AVERAGES)}
-            for m in MODEL_METRICS:
-                blank.update({m: None, f"{m}_model": None, f"{m}_reason": NOT_FAKECLASS})
-            return {**row, **blank}
-        if kind == "verdict":  # golden clues withheld (official release): the verdict only
-            row["accuracy"] = fmean(m["verdict"] == m["label"] for m in members)
-            blank = {m: None for m in (*OVERLAP, "overlap_model", *AVERAGES)}
-            for m in MODEL_METRICS:
-                blank.update({m: None, f"{m}_model": None, f"{m}_reason": WITHHELD})
-            return {**row, **blank}
-        # FakeClue: the verdict after the reasoning; FakeQA has no verdict
-        row["accuracy"] = (
-            fmean(m["verdict"] == m["label"] for m in members)
-            if task == "fakeclue" and group == "inference"
-            else None
+            units = [
+                {"label": m["label"], "hit": float(exact_match(m["form"], m["answer"],
+                                                               m["response"]))}
+                for m in members
+            ]  # fmt: skip
+            chosen = {"accuracy"}
+        elif kind == "verdict":  # golden clues withheld (official release): the verdict only
+            units = [
+                {"label": m["label"], "hit": float(m["verdict"] == m["label"])} for m in members
+            ]
+            chosen = {"accuracy"}
+        else:
+            units = self.units(members, scores, task == "fakeqa" and kind == "all")
+            chosen = set(metric_names("fakebench")) - {"accuracy"}
+            if task == "fakeclue" and group == "inference":  # the verdict after the reasoning
+                chosen.add("accuracy")
+                for u, m in zip(units, members, strict=True):
+                    u["hit"] = float(m["verdict"] == m["label"])
+        scorers = [scorer("fakebench", n) for n in metric_names("fakebench") if n in chosen]
+        rows = score_rows(fields, prefix, units, scorers, self.fcfg.intervals, self.ctx.seed)
+        extra = {"n_items": len(members), "n_images": len({m["sample_id"] for m in members})}
+        # Table 4's real / fake and per-generator columns are one class by design; every other
+        # accuracy needs both classes to be a detection score
+        one_class = (
+            None
+            if kind in ("label", "generator")
+            else degenerate(len(units), 1, [u["label"] for u in units], ("real", "fake"))
         )
-        per_image = task == "fakeqa" and kind == "all"
-
-        def mean(ms: list[dict[str, Any]], metric: str) -> float | None:
-            return self._mean(ms, metric, scores, per_image)
-
-        for metric in OVERLAP:
-            row[metric] = mean(members, metric)
-        row["overlap_model"] = scores[members[0]["item_id"]]["bleu1"].model
-        for metric in MODEL_METRICS:
-            got = [scores[m["item_id"]][metric] for m in members]
-            ok = [s for s in got if s.ok]
-            row[f"{metric}_model"] = ",".join(sorted({s.model for s in got if s.model})) or None
-            if ok:
-                row[metric] = mean([m for m, s in zip(members, got, strict=True) if s.ok], metric)
-                row[f"{metric}_reason"] = None
-            else:
-                row[metric] = None
-                row[f"{metric}_reason"] = next(s.reason for s in got)
-        row.update(zip(AVERAGES, overall_average(row), strict=True))
-        return row
+        for r in rows:
+            r["details"] = json.dumps({**json.loads(r["details"] or "{}"), **extra}, sort_keys=True)
+            if r["metric"] == "accuracy" and one_class and r["value"] is not None:
+                r["caveat"] = one_class
+            if r["value"] is None:
+                r["caveat"] = None  # a null value is a dash with its reason, not a caveat
+        if kind == "verdict":
+            rows += [
+                {**fields, "score_id": f"{prefix}/{m}", "metric": m, "value": None, "n": 0,
+                 "ci_low": None, "ci_high": None, "ci_reason": "no value", "model": None,
+                 "reason": WITHHELD, "caveat": None, "details": json.dumps(extra, sort_keys=True),
+                 "seed": rows[0]["seed"] if rows else None}
+                for m in MODEL_METRICS
+            ]  # fmt: skip
+        return rows
 
     @staticmethod
-    def _mean(
-        members: list[dict[str, Any]], metric: str, scores: dict[str, dict[str, Score]],
-        per_image: bool,
-    ) -> float | None:  # fmt: skip
-        vals = [(m["sample_id"], scores[m["item_id"]][metric].value) for m in members]
-        vals = [(k, v) for k, v in vals if v is not None]
-        if not vals:
-            return None
-        return image_mean(vals) if per_image else fmean(v for _, v in vals)
+    def units(
+        members: list[dict[str, Any]], scores: dict[str, dict[str, Score]], per_image: bool
+    ) -> list[dict[str, Any]]:
+        """The scorers' units: each item with its scores, or (``per_image``) each image with the
+        mean of its questions' values per measure (§3.5), null with the reason when none has one."""
+        if not per_image:
+            return [{"label": m["label"], "scores": scores[m["item_id"]]} for m in members]
+        images: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for m in members:
+            images[m["sample_id"]].append(m)
+        out = []
+        for ms in images.values():
+            unit: dict[str, Score] = {}
+            for metric in MEASURES:
+                got = [scores[m["item_id"]][metric] for m in ms]
+                ok = [x.value for x in got if x.value is not None]
+                model = next((x.model for x in got if x.model), "")
+                backend = next((x.backend for x in got if x.backend), "")
+                unit[metric] = (
+                    Score(metric, fmean(ok), model, backend)
+                    if ok
+                    else null_score(metric, next(x.reason for x in got) or "no value",
+                                    model=model, backend=backend)
+                )  # fmt: skip
+            out.append({"label": ms[0]["label"], "scores": unit})
+        return out

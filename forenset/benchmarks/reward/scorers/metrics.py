@@ -263,3 +263,81 @@ def position_shares(choices: Iterable[str | None]) -> dict[str, float | int | No
     out["n"] = n
     out["position_bias"] = c["First"] / clear - 0.5 if clear else None
     return out
+
+
+# -- intervals -----------------------------------------------------------------------------
+
+
+def percentile_interval(
+    samples: Sequence[float], level: float = 0.95
+) -> tuple[float, float] | None:
+    """The two-sided percentile interval of bootstrap replicates (0.95: the 2.5th and 97.5th
+    percentiles); None without any finite replicate."""
+    vals = [s for s in samples if math.isfinite(s)]
+    if not vals:
+        return None
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(np.asarray(vals, dtype=float), [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class EloIntervals:
+    """Per policy: 95 % bootstrap intervals of Elo, Bradley-Terry and win rate (None: no replicate
+    defined it), and how many resamples the Bradley-Terry fit did not converge on."""
+
+    elo: dict[str, tuple[float, float] | None]
+    bt: dict[str, tuple[float, float] | None]
+    win_rate: dict[str, tuple[float, float] | None]
+    bt_failed: int
+
+
+def elo_intervals(
+    games: Sequence[Game],
+    players: Iterable[str] = (),
+    k: float = K_DEFAULT,
+    resamples: int = 1000,
+    seed: int | Sequence[int] = 0,
+    start: float = START,
+    level: float = 0.95,
+) -> EloIntervals:
+    """Bootstrap intervals as public arenas report them (Chatbot Arena): each of ``resamples``
+    rounds draws len(games) games with replacement, in the drawn (random) order, plays one
+    sequential Elo pass over them and fits Bradley-Terry; the interval is the 2.5th-97.5th
+    percentile over rounds. Seeded: the same games and seed give the same intervals."""
+    names = sorted(set(players) | {p for g in games for p in (g.first, g.second)})
+    base = sorted(games, key=lambda g: (g.first, g.second, g.choice))
+    empty: dict[str, tuple[float, float] | None] = dict.fromkeys(names)
+    if not base or resamples <= 0:
+        return EloIntervals(dict(empty), dict(empty), dict(empty), 0)
+    rng = np.random.default_rng(seed)
+    elo: dict[str, list[float]] = {p: [] for p in names}
+    bt: dict[str, list[float]] = {p: [] for p in names}
+    wr: dict[str, list[float]] = {p: [] for p in names}
+    failed = 0
+    for _ in range(resamples):
+        draw = [base[i] for i in rng.integers(0, len(base), len(base))]
+        for p, v in elo_sequence(draw, names, k, start).items():
+            elo[p].append(v)
+        try:
+            for p, v in bradley_terry(draw, names, start).items():
+                bt[p].append(v)
+        except NotConverged:
+            failed += 1
+        won: Counter[str] = Counter()
+        played: Counter[str] = Counter()
+        for g in draw:
+            s = outcome(g)
+            if s in (0.0, 1.0):
+                played[g.first] += 1
+                played[g.second] += 1
+                won[g.first if s == 1.0 else g.second] += 1
+        for p in names:
+            if played[p]:
+                wr[p].append(won[p] / played[p])
+    return EloIntervals(
+        {p: percentile_interval(v, level) for p, v in elo.items()},
+        {p: percentile_interval(v, level) for p, v in bt.items()} if not failed else dict(empty),
+        {p: percentile_interval(v, level) for p, v in wr.items()},
+        failed,
+    )
