@@ -407,8 +407,8 @@ def status(
             t = Table(title=query.replace("_", " "))
             for q_col in q_cols:
                 t.add_column(q_col)
-            for r in q_rows:
-                t.add_row(*["" if v is None else str(v) for v in r])
+            for q_row in q_rows:
+                t.add_row(*["" if v is None else str(v) for v in q_row])
             console.print(t)
 
 

@@ -127,6 +127,12 @@ def guarded(produce: Callable[[], Answer]) -> Answer:
     return a
 
 
+def one_row(make: Callable[..., dict[str, Any]], *args: Any) -> list[dict[str, Any]]:
+    """``[make(*args)]``: one answer's one row, for ``render`` (arguments bound when called,
+    not read later from a loop variable)."""
+    return [make(*args)]
+
+
 def render(
     stage: Stage, ident: dict[str, Any], make: Callable[[], list[dict[str, Any]]]
 ) -> list[dict[str, Any]]:

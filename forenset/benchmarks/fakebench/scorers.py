@@ -89,11 +89,11 @@ class Average:
 
     def score(self, items: Sequence[Item]) -> Score:
         wide = {m: MEANS[m].score(items).value for m in MEASURES}
-        got = overall_average(wide)
-        value = got[self.index]
+        auto, judged, overall, used = overall_average(wide)
+        value = (auto, judged, overall)[self.index]
         if value is None:
             return null_score(self.name, NO_MEASURE)
-        return Score(self.name, value, "", "", details={"of": got[3]})
+        return Score(self.name, value, "", "", details={"of": used})
 
     def sample(self, items: Sequence[Item]) -> np.ndarray | None:
         """Per unit the seven measures (NaN where the unit has none)."""

@@ -584,11 +584,11 @@ def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> 
         labs = list(sc["Overall"])
         lines += ["Label".ljust(28) + "".join(c.rjust(W) for c in labs)]
         lines += _lines(f"{model} delta", sc["Overall"], labs, notes)
-        why = sorted(
+        delta_why = sorted(
             {c.get("reason") for c in sc["Overall"].values() if c.get("value") is None} - {None}
         )
-        if why:
-            lines.append(f"  {model} delta: {'; '.join(why)}")
+        if delta_why:
+            lines.append(f"  {model} delta: {'; '.join(delta_why)}")
     if notes:
         lines += ["\nNot meaningful:"] + [f"  {n}" for n in notes]
     return "\n".join(lines)

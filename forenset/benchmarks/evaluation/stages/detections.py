@@ -40,7 +40,6 @@ perturbation "<family>:<severity>"), error rows included, so the scores can be s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +51,7 @@ from forenset.benchmarks.common.respond import (
     Answer,
     Question,
     fingerprint,
+    one_row,
     render,
     respond,
     trains,
@@ -174,7 +174,7 @@ class Detections(Stage[EvaluationConfig]):
             if not a.ok:
                 out.append({**base, **a.error_fields(), "elapsed_ms": self._ms(a)})
                 continue
-            out.extend(render(self, base, partial(_one, self.row, d, base, a)))
+            out.extend(render(self, base, partial(one_row, self.row, d, base, a)))
         for key, sentence in got.problems:
             out.append(
                 {
@@ -289,8 +289,3 @@ def simple_text(found: Detection) -> str:
         f"most, in the {found.position}, is still within what a normal photo shows, so the "
         "picture is judged real."
     )
-
-
-def _one(make: Callable[..., dict[str, Any]], *args: Any) -> list[dict[str, Any]]:
-    """``[make(*args)]``: one answer's one row, for ``render`` (bound now, not by a loop variable)."""
-    return [make(*args)]

@@ -23,7 +23,6 @@ image's failure (an error row; the shard goes on).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -34,6 +33,7 @@ from forenset.benchmarks.common.respond import (
     Answer,
     Question,
     fingerprint,
+    one_row,
     render,
     respond,
     trains,
@@ -135,7 +135,7 @@ class RewardResponses(Stage[RewardConfig]):
             if not a.ok:
                 out.append({**base, **a.error_fields()})
                 continue
-            out.extend(render(self, base, partial(_one, self.answered, p, q.item, a)))
+            out.extend(render(self, base, partial(one_row, self.answered, p, q.item, a)))
         for key, sentence in got.problems:
             out.append(
                 {
@@ -201,8 +201,3 @@ def generic(verdict: str) -> str:
     if verdict == "fake":
         return "The image does not look quite right overall, so it is probably AI-generated."
     return "The image looks like an ordinary photograph overall, so it is probably real."
-
-
-def _one(make: Callable[..., dict[str, Any]], *args: Any) -> list[dict[str, Any]]:
-    """``[make(*args)]``: one answer's one row, for ``render`` (bound now, not by a loop variable)."""
-    return [make(*args)]

@@ -341,8 +341,8 @@ class RewardScores(Stage[RewardConfig]):
         # per triplet: (agreeing pairs, pairs) 4-way and clear, resampled by triplet
         per = np.asarray(
             [
-                [a["agree4"] * a["pairs4"] if a["pairs4"] else 0, a["pairs4"],
-                 (a["agree_clear"] or 0) * a["pairs_clear"], a["pairs_clear"]]
+                [_n(a["agree4"]) * _n(a["pairs4"]), _n(a["pairs4"]),
+                 _n(a["agree_clear"]) * _n(a["pairs_clear"]), _n(a["pairs_clear"])]
                 for a in (agreement({t: v}) for t, v in sorted(by_item.items()))
             ],
             dtype=float,
@@ -362,3 +362,8 @@ class RewardScores(Stage[RewardConfig]):
                          caveat=degenerate(int(n), min_n) if n else None)
             )  # fmt: skip
         return out
+
+
+def _n(v: float | int | None) -> float:
+    """An agreement count or share as a number (None: no pair, so nothing to count)."""
+    return float(v or 0)
