@@ -68,6 +68,12 @@ def list_files(folder: str, extensions: set[str]) -> list[str]:
     return out
 
 
+def is_file(uri: str) -> bool:
+    """Whether ``uri`` names an existing regular file (any fsspec filesystem)."""
+    fs, path = _fs(uri)
+    return bool(fs.isfile(path))
+
+
 def read_uri(uri: str, policy: ReadPolicy | None = None) -> bytes:
     """The bytes an image URI names (OSError when it cannot be read). With a ``policy``
     (forenset.paths) the URI must lie inside its roots, be a regular file and fit its cap;

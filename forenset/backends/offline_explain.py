@@ -185,3 +185,88 @@ def authenticity(img: np.ndarray, caption: str, entities: list[str], variant: in
 def entity_names(entities_json: str | None, extra: list[str] | None = None) -> list[str]:
     names = [e["name"] for e in json.loads(entities_json or "[]") if e.get("name")]
     return list(dict.fromkeys((extra or []) + names))
+
+
+def generated_evidence(img: np.ndarray) -> dict[str, Any]:
+    """What a whole generated image (no source photo to compare with) shows by itself: noise
+    level per cell of a 3 by 3 grid, the strongest periodic peak of the noise residual's
+    spectrum (upsampling layers leave a grid there) relative to the spectrum's median, local
+    sharpness per cell and the mean colour saturation."""
+    grey = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float64)
+    h, w = grey.shape
+    cells = [
+        grey[i * h // 3 : (i + 1) * h // 3, j * w // 3 : (j + 1) * w // 3]
+        for i in range(3)
+        for j in range(3)
+    ]
+    noise = [noise_sigma(c) for c in cells if min(c.shape) >= 3]
+    lap = [float(cv2.Laplacian(c, cv2.CV_64F).var()) for c in cells]
+    resid = grey - cv2.GaussianBlur(grey, (3, 3), 0)
+    spec = np.abs(np.fft.fftshift(np.fft.fft2(resid - resid.mean())))
+    yy, xx = np.mgrid[:h, :w]
+    r = np.hypot((yy - h // 2) / max(h / 2, 1), (xx - w // 2) / max(w / 2, 1))
+    band = spec[(r > 0.25) & (r <= 1.0)]  # high frequencies, away from image structure
+    peak = float(band.max() / max(float(np.median(band)), 1e-9)) if band.size else 0.0
+    hsv = cv2.cvtColor(img, cv2.COLOR_RGB2HSV)
+    return {
+        "noise_min": min(noise) if noise else 0.0,
+        "noise_max": max(noise) if noise else 0.0,
+        "detail_min": min(lap),
+        "detail_max": max(lap),
+        "peak_ratio": peak,
+        "saturation": float(hsv[..., 1].mean()) / 255,
+    }
+
+
+PERIODIC = 12.0  # a residual-spectrum peak this many times the median is a repeating pattern
+GRAINLESS = 0.8  # grey levels: below this everywhere, no camera grain (as for reals above)
+
+
+def complex_generated(ev: dict[str, Any], entity: str, variant: int = 0) -> str:
+    """A text-to-image sample's measured statistics as evidence (no difference record exists:
+    nothing was edited, the whole frame was generated)."""
+    first = (
+        _sentence(f"the {entity} and the rest of the frame were generated, not photographed")
+        if variant % 2 == 0
+        else _sentence(f"look at the {entity}: like the whole frame, it was synthesised")
+    )
+    spread = ev["noise_max"] - ev["noise_min"]
+    noise = _sentence(
+        f"noise ranges from {ev['noise_min']:.1f} to {ev['noise_max']:.1f} grey levels over a 3 "
+        "by 3 grid"
+        + (", almost no camera grain anywhere" if ev["noise_max"] < GRAINLESS else "")
+        + (", uneven for one exposure" if spread > max(1.0, ev["noise_min"]) else "")
+    )
+    periodic = (
+        "a repeating pattern of the kind upsampling layers leave"
+        if ev["peak_ratio"] >= PERIODIC
+        else "no repeating pattern stands out"
+    )
+    times = f"{ev['peak_ratio']:.0f}" if ev["peak_ratio"] < 1000 else "over 1000"
+    spectrum = _sentence(
+        f"the strongest high-frequency peak of the noise spectrum is {times} times its median: "
+        f"{periodic}"
+    )
+    detail = _sentence(
+        f"local sharpness over the grid ranges from {ev['detail_min']:.0f} to "
+        f"{ev['detail_max']:.0f}, and colour saturation averages {ev['saturation'] * 100:.0f}%"
+    )
+    parts = [first, noise, spectrum, detail]
+    if variant % 2 == 1:
+        parts = [first, spectrum, noise, detail]
+    return " ".join(parts)
+
+
+def simple_generated(ev: dict[str, Any], entity: str, variant: int = 0) -> str:
+    """The most telling measured statistic in plain words."""
+    if ev["peak_ratio"] >= PERIODIC:
+        reason = "a faint repeating grid runs through its fine detail"
+    elif ev["noise_max"] < GRAINLESS:
+        reason = "it has none of the grain a camera leaves"
+    elif ev["noise_max"] - ev["noise_min"] > max(1.0, ev["noise_min"]):
+        reason = "its grain is heavy in some places and missing in others"
+    else:
+        reason = "its grain is equally strong across the whole frame"
+    if variant % 2 == 0:
+        return f"This picture was generated, not photographed. Look at the {entity}: {reason}."
+    return _sentence(f"the {entity} gives it away: {reason}, so the picture was generated")

@@ -1,6 +1,7 @@
 """explanations: complex + simple for kept fakes, authenticity for reals, validated and regenerated.
 
-Offline: templates filled from the measured evidence. With a model pool: ``explain_complex``
+Offline: templates filled from the measured evidence (a text-to-image fake, which has no
+difference record, from statistics measured on its own pixels). With a model pool: ``explain_complex``
 (fake + real image, instruction and difference record as references), then ``explain_simple``
 conditioned on the accepted complex text, and ``explain_authenticity`` (real image). Every
 reply passes the text package's checks and this stage's own (words, entity, no leakage);
@@ -21,12 +22,16 @@ from forenset.backends.llm.types import ChatRequest, LLMSettings
 from forenset.backends.offline_explain import (
     authenticity,
     complex_fake,
+    complex_generated,
     entity_names,
+    generated_evidence,
     leaks,
     mentioned,
     simple_fake,
+    simple_generated,
     subject,
 )
+from forenset.backends.offline_vision import regions
 from forenset.errors import ConfigurationError
 from forenset.images import decode_rgb
 from forenset.schemas.explanations import SCHEMA
@@ -122,11 +127,8 @@ class ExplanationsOffline(OfflineStrategy["Explanations", ExplanationsConfig]):
             ents = entity_names(row.get("entities"))
             return {"authenticity": (lambda a: authenticity(img, row["caption"], ents, a), ents)}
         ins = json.loads(row["instruction"] or "{}")
-        if row.get("differences") is None:
-            raise StageRowError(
-                "offline explanations need a difference record; text-to-image samples are "
-                "explained by a VLM (set explanations.llm)"
-            )
+        if row.get("differences") is None:  # text-to-image: no source photo, no differences
+            return self.generated(row)
         diffs = json.loads(row["differences"] or "[]")
         # the target when the instruction names one (else the largest measured region); the
         # edit kind is never used: the text states what was measured
@@ -134,6 +136,19 @@ class ExplanationsOffline(OfflineStrategy["Explanations", ExplanationsConfig]):
         return {
             "complex": (lambda a: complex_fake(ins, diffs, a), ents),
             "simple": (lambda a: simple_fake(ins, diffs, a), ents),
+        }
+
+    def generated(self, row: dict[str, Any]) -> dict[str, tuple[Callable[[int], str], list[str]]]:
+        """A text-to-image fake: the statistics measured on its pixels (noise per cell, the
+        residual spectrum's periodic peak, sharpness, saturation), about its largest measured
+        region (the entity the text must name); the prompt is never used."""
+        img = decode_rgb(self.ctx.store.get_blob(row["blob"]))
+        ev = generated_evidence(img)
+        found = regions(img, n=1)
+        ent = found[0]["name"] if found else "image"
+        return {
+            "complex": (lambda a: complex_generated(ev, ent, a), [ent]),
+            "simple": (lambda a: simple_generated(ev, ent, a), [ent]),
         }
 
     def kind_error(self, row: dict[str, Any], kind: str, e: Exception) -> dict[str, Any]:
@@ -298,7 +313,9 @@ class ExplanationsModel(ModelStrategy["Explanations", ExplanationsConfig]):
 class Explanations(SplitPartitioned[ExplanationsConfig], StrategyStage[ExplanationsConfig]):
     name = "explanations"
     config_model = ExplanationsConfig
-    version = "3"  # 3: one try per kind offline (a failed simple text keeps the complex one)
+    # 3: one try per kind offline (a failed simple text keeps the complex one); 4: text-to-image
+    # fakes explained offline from statistics measured on their pixels (were error rows)
+    version = "4"
     input_columns = (
         "sample_id",
         "label",

@@ -33,6 +33,9 @@ class SourcesConfig(Strict):
     samples: Literal["all", "none"] | list[str] = operational("all")
     folders: list[str] = operational([])  # fsspec URIs (local paths, file://, s3://, memory://)
     csv: list[str] = operational([])  # fsspec URIs of CSVs with columns path[,caption,license]
+    # CSVs read only when they exist (a photo set fetched by a script, e.g.
+    # scripts/fetch_real_photos.sh): a config that uses one when present and runs without it
+    csv_if_present: list[str] = operational([])
     # hf:PATH (a Hugging Face dataset saved with save_to_disk) or coco:PATH (COCO caption JSON)
     datasets: list[str] = operational([])
     hf_image_column: str = operational("image")
@@ -172,7 +175,7 @@ class Sources(RowStage[SourcesConfig]):
                     "uri": uri,
                 }
                 items.append(self._refuse(item, policy))
-        for table in c.csv:
+        for table in self.csv_tables():
             base = readers.parent(table)
             policy = self.policy(base)
             for n, rec in enumerate(readers.read_csv(table, ("path",))):
@@ -192,6 +195,11 @@ class Sources(RowStage[SourcesConfig]):
             items.extend(self.dataset_items(ds))
         items.extend(external_source_items(self.generator_pool()))
         return items
+
+    def csv_tables(self) -> list[str]:
+        """``csv`` and the ``csv_if_present`` files that exist (an absent one is skipped)."""
+        c = self.cfg
+        return [*c.csv, *(t for t in c.csv_if_present if readers.is_file(t))]
 
     def dataset_items(self, ds: str) -> list[dict[str, Any]]:
         """Items of one ``datasets:`` entry (hf:PATH or coco:PATH)."""
@@ -275,7 +283,7 @@ class Sources(RowStage[SourcesConfig]):
         from forenset.backends.image.external import listing_root
 
         c = self.cfg
-        roots = [*c.folders, *(readers.parent(t) for t in c.csv)]
+        roots = [*c.folders, *(readers.parent(t) for t in self.csv_tables())]
         for ds in c.datasets:
             if ds.startswith(readers.COCO):
                 roots.append(readers.parent(ds[len(readers.COCO) :]))

@@ -338,3 +338,31 @@ def test_labelstudio_task_names_the_intended_category(run):
     assert d["intended"] == "a truck on its side after a crash"
     e = _data({**s, "instruction_obj": {"text": "remove the cup"}}, "u")
     assert (e["category"], e["intended"]) == ("", "remove the cup")
+
+
+def test_reals_without_any_category_form_an_uncategorised_d_real(tmp_path):
+    """Photos from a folder or CSV carry no safety category: D_real is then an uncategorised
+    draw of per_category x categories (scored overall), not empty; categorised runs keep the
+    per-category draw (test above)."""
+    store = RunStore(str(tmp_path / "run"))
+    blob = store.put_blob(encode_png(np.full((8, 8, 3), 90, np.uint8)))
+    reals = [
+        {"sample_id": f"r{i}", "label": "real", "image_id": f"i{i}", "blob": blob, "status": "ok"}
+        for i in range(30)
+    ]
+    _put(store, "splits", splits.SCHEMA, reals)
+    _put(
+        store,
+        "sources",
+        sources.SCHEMA,
+        [
+            {"image_id": f"i{i}", "uri": f"/photos/tiles/t{i}.png", "status": "ok"}
+            for i in range(30)
+        ],
+    )
+    d_real = assemble(store, per_category=2, seed=1)["D_real"]
+    drawn = [r for r in d_real if r.get("sample_id")]
+    assert len(drawn) == 24 and all(r["category"] is None for r in drawn)  # 2 x 12 categories
+    assert d_real[-1] == {"sample_id": None, "uncategorised": 30, "uncategorised_drawn": 24}
+    again = assemble(store, per_category=3, seed=1)["D_real"]
+    assert {r["sample_id"] for r in drawn} <= {r["sample_id"] for r in again if r.get("sample_id")}

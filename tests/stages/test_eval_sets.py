@@ -22,6 +22,12 @@ from tests.helpers import rows, run_local
         ((100, 10), {"keep_composition": False}, (100, 10)),
         ((0, 50), {}, (0, 0)),  # no fakes: an empty set, not a reals-only one
         ((7, 3), {"fakes": 4, "reals": 2}, (4, 2)),
+        ((0, 50), {"fakes": 4, "reals": 1}, (0, 0)),
+        ((9, 0), {"fakes": 4, "reals": 1}, (0, 0)),  # no reals: empty, not a fakes-only set
+        ((9, 0), {"fakes": 4, "reals": 0}, (4, 0)),  # reals not asked for
+        # short on both: scaled 2 : 0.5 would drop the reals, but each class keeps one
+        ((2, 1), {"fakes": 4, "reals": 1}, (2, 1)),
+        ((1, 9), {"fakes": 8, "reals": 2}, (1, 1)),
     ],
 )
 def test_set_sizes_keep_the_paper_composition(avail, cfg, want):

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pyarrow as pa
 import skimage.data
 from PIL import Image
 
+from forenset.backends.offline_explain import (
+    GRAINLESS,
+    PERIODIC,
+    complex_generated,
+    generated_evidence,
+    simple_generated,
+)
 from forenset.config import validate_config
 from forenset.images import encode_png
 from forenset.store.run_store import RunStore
@@ -66,9 +74,32 @@ def test_error_rows_are_keyed_by_explanation_id_never_none(tmp_path):
     got = explain(tmp_path)
     assert sorted(got) == ["f1-complex", "f1-simple", "f2-complex", "f2-simple", "r1-authenticity"]
     assert [got[k]["status"] for k in ("f1-complex", "f1-simple")] == ["ok", "ok"]
-    for k in ("f2-complex", "f2-simple"):  # no difference record: both kinds, explained
-        assert got[k]["status"] == "error" and "need a difference record" in got[k]["error"]
-        assert got[k]["sample_id"] == "f2" and not got[k]["retryable"]
+    for k in ("f2-complex", "f2-simple"):  # text-to-image (no difference record): measured
+        assert got[k]["status"] == "ok" and got[k]["sample_id"] == "f2"
+        assert "generated" in got[k]["text"] and got[k]["entities_mentioned"]
     unreadable = got["r1-authenticity"]  # a missing blob: retryable, keyed, its kind named
     assert unreadable["status"] == "error" and unreadable["retryable"]
     assert unreadable["kind"] == "authenticity" and unreadable["sample_id"] == "r1"
+
+
+def test_text_to_image_explanations_state_what_the_pixels_measure():
+    """No canned text: a grain-free render with a periodic upsampling grid and a grainy one
+    without any get different, measured statements (the numbers are generated_evidence's)."""
+    yy, xx = np.mgrid[:96, :96]
+    smooth = np.clip(64 + yy + xx // 2, 0, 255).astype(np.float64)
+    grid = smooth + 12.0 * ((yy % 2 == 0) & (xx % 2 == 0))  # a 2-pixel checker, like upsampling
+    rng = np.random.default_rng(3)
+    grainy = smooth + rng.normal(0, 6, smooth.shape)
+
+    def rgb(a):
+        return np.repeat(np.clip(a, 0, 255).astype(np.uint8)[..., None], 3, axis=2)
+
+    ev_grid, ev_grainy = generated_evidence(rgb(grid)), generated_evidence(rgb(grainy))
+    assert ev_grid["peak_ratio"] >= PERIODIC > ev_grainy["peak_ratio"]
+    assert ev_grainy["noise_min"] > GRAINLESS
+    text = complex_generated(ev_grid, "grey region at the top left")
+    assert "repeating pattern of the kind upsampling layers leave" in text
+    assert f"{ev_grid['noise_min']:.1f} to {ev_grid['noise_max']:.1f} grey levels" in text
+    assert "no repeating pattern stands out" in complex_generated(ev_grainy, "sky")
+    assert "repeating grid" in simple_generated(ev_grid, "sky")
+    assert "repeating grid" not in simple_generated(ev_grainy, "sky")

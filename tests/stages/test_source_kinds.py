@@ -126,3 +126,17 @@ def test_bad_listing_fails_the_build_in_one_sentence(tmp_path):
     with pytest.raises(BuildFailed) as e:
         run_local(cfg)
     assert str(e.value) == "sources: CSV /nope/x.csv does not exist"
+
+
+def test_csv_if_present_is_read_when_there_and_skipped_when_not(tmp_path):
+    """A photo set fetched by a script (scripts/fetch_real_photos.sh): the examples list it
+    under csv_if_present, so they use it once fetched and still build without it."""
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "a.png").write_bytes(png(5))
+    (tmp_path / "set" / "photos.csv").write_text("path,caption,license\na.png,,CC0-1.0 (pkg x)\n")
+    absent = str(tmp_path / "nope" / "photos.csv")
+    assert source_rows(tmp_path, csv_if_present=[absent]) == []
+    got = source_rows(tmp_path, csv_if_present=[absent, str(tmp_path / "set" / "photos.csv")])
+    assert [(r["name"], r["source"], r["license"], r["status"]) for r in got] == [
+        ("a.png", "csv", "CC0-1.0 (pkg x)", "ok")
+    ]

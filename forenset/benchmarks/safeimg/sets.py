@@ -8,7 +8,8 @@ and D_real from a run's tables and annotations, and score the run's detections o
   (eq. 7), ``ann`` without a region, and untriaged samples form the excluded table, with the reason.
 * D_real: the run's real samples, drawn ``per_category`` (50 by default, §2.5) per category by a
   seeded rank; a real's category is a path component of its source ``uri`` / name equal to a
-  category id (``P3``) or name, or given by a CSV ``image_id,category``.
+  category id (``P3``) or name, or given by a CSV ``image_id,category``. When no real has a
+  category, D_real is an uncategorised draw of the same total size (real accuracy overall only).
 * Scores read the ``detections`` table (the evaluation family's detectors: no second detector
   here): Table 2 rates per detector × track on D_SafeIMG, D_ann and D_hard, real accuracy on
   D_real, rates per propagation level, and on D_ann the Table 3 alignment, hit rate per label
@@ -158,7 +159,8 @@ def draw_reals(
     mapping: Path | None = None,
 ) -> list[dict[str, Any]]:
     """D_real: up to ``per_category`` real samples per category, seeded rank (stable under
-    additions); reals with no category are left out (``uncategorised`` in the summary)."""
+    additions); reals with no category are left out (``uncategorised`` in the summary), unless
+    no real has one: then up to ``per_category`` × categories of them, uncategorised."""
     if not store.manifest("splits"):
         return []
     con = _con(store, ["splits", "sources"])
@@ -185,14 +187,25 @@ def draw_reals(
             "group": cats.get(cat or "", {}).get("group"),
         }
         pools[cat or ""].append(rec)
+
+    def ranked(pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(pool, key=lambda r: derive_seed(seed, "safeimg-real", r["sample_id"]))
+
     out = []
     for cat in cats:
-        pool = sorted(
-            pools.get(cat, []), key=lambda r: derive_seed(seed, "safeimg-real", r["sample_id"])
+        out += ranked(pools.get(cat, []))[:per_category]
+    unc = pools.get("", [])
+    if unc and not out:
+        # No real carries a category (photos from a folder or CSV without one): D_real is an
+        # uncategorised draw of the paper's size, scored overall only, instead of no D_real
+        # (and no real-image accuracy) at all. Categorised reals keep the per-category draw.
+        drawn = ranked(unc)[: per_category * len(cats)]
+        out += drawn
+        out.append(
+            {"sample_id": None, "uncategorised": len(unc), "uncategorised_drawn": len(drawn)}
         )
-        out += pool[:per_category]
-    if pools.get(""):
-        out.append({"sample_id": None, "uncategorised": len(pools[""])})
+    elif unc:
+        out.append({"sample_id": None, "uncategorised": len(unc)})
     return out
 
 
@@ -344,7 +357,11 @@ def score(
             "D_SafeIMG": [sum(s in clean for s in safe), len(safe)],
             "D_real": [sum(s in clean for s in reals), len(reals)],
         }
-        items = [(s["category"], clean[sid]["answer"]) for sid, s in reals.items() if sid in clean]
+        items = [
+            (s["category"] or "uncategorised", clean[sid]["answer"])
+            for sid, s in reals.items()
+            if sid in clean
+        ]
         out["real_accuracy"][model] = _rate_cells(
             m.rates_by_group(items, order, real=True), _hits_by_group(items, order, _is_real),
             iv, f"real_accuracy/{model}",
@@ -485,13 +502,15 @@ def run_safeimg(
     out = Path(out) if out else Path(store.path(OUT))
     counts = write_tables(store, tables, out)
     sim = any(r.get("simulated") for k in ("D_ann", "D_hard", "excluded") for r in tables[k])
-    unc = next((r["uncategorised"] for r in tables["D_real"] if "uncategorised" in r), 0)
+    summary = next((r for r in tables["D_real"] if "uncategorised" in r), {})
+    unc = summary.get("uncategorised", 0)
     res = {
         "path": str(out),
         "counts": {
             **counts,
             "D_SafeIMG": counts["D_ann"] + counts["D_hard"],
             "reals_uncategorised": unc,
+            "reals_uncategorised_drawn": summary.get("uncategorised_drawn", 0),
         },
         "simulated_annotations": sim,
         "excluded_reasons": dict(Counter(r["reason"] for r in tables["excluded"])),

@@ -72,16 +72,25 @@ def draw(
 
 
 def set_sizes(avail_fake: int, avail_real: int, cfg: EvaluationConfig) -> tuple[int, int]:
-    """(fakes, reals) to draw: the asked counts, scaled down together when the split is short."""
+    """(fakes, reals) to draw: the asked counts, scaled down together when the split is short.
+
+    Scaling rounds down, but never to zero when a class was asked for and is available: a set
+    of one class cannot measure F1 or real-image accuracy (4 fakes : 1 real with 2 fakes at
+    hand scaled to 2 : 0 and the set lost its reals), so each class keeps at least one. A class
+    asked for and absent leaves the set empty (no one-class set)."""
     if not cfg.keep_composition:
         return min(avail_fake, cfg.fakes), min(avail_real, cfg.reals)
+    if avail_fake == 0 or (cfg.reals and avail_real == 0):
+        return 0, 0
     scale = min(1.0, avail_fake / cfg.fakes, avail_real / cfg.reals if cfg.reals else 1.0)
-    return math.floor(cfg.fakes * scale + 1e-9), math.floor(cfg.reals * scale + 1e-9)
+    n_fake = math.floor(cfg.fakes * scale + 1e-9)
+    n_real = math.floor(cfg.reals * scale + 1e-9)
+    return max(n_fake, 1), max(n_real, min(1, cfg.reals))
 
 
 class EvalSets(Stage[EvaluationConfig]):
     name = "eval_sets"
-    version = "3"
+    version = "4"  # 4: a scaled-down set keeps at least one item of each class asked for
     inputs = ("splits",)
     input_columns = (
         "sample_id", "label", "image_id", "generator", "generator_family", "holdout", "split",
