@@ -3,17 +3,20 @@ three stages (eval_sets, detections, eval_scores)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
 from forenset.backends.llm.types import LLMSettings
-from forenset.benchmarks.common.responders import make, responder_list_item
+from forenset.benchmarks.common.responders import ResponderConfig, make, responder_list_item
 from forenset.confbase import Strict
 from forenset.perturbations.registry import FAMILIES
 
 # One detector under evaluation: a responder (common.responders), the forensic detector by default.
-Detector = responder_list_item("evaluation", "detector")
+if TYPE_CHECKING:
+    Detector = ResponderConfig
+else:
+    Detector = responder_list_item("evaluation", "detector")
 
 EVAL_SETS = ("id", "ood")
 MAX_PROPAGATION = 3

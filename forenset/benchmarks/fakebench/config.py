@@ -3,12 +3,12 @@ judge), read by its three stages."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from forenset.backends.llm.types import LLMSettings
-from forenset.benchmarks.common.responders import responder_list_item
+from forenset.benchmarks.common.responders import ResponderConfig, responder_list_item
 from forenset.confbase import Strict, operational
 
 AUTHOR_TEMPLATE = "fakebench_fault_finding"
@@ -37,7 +37,10 @@ class OfficialRelease(Strict):
 # in the official release's answer files: ``answers``, the folder with ``test_FakeClass.json``,
 # ``test_FakeClue.json``, ``test_FakeQA.json``, so any model run with the release's scripts is
 # scored here) or a plugin's kind.
-FakeBenchModel = responder_list_item("fakebench", "llm", {"constant": {"answer": "fake"}})
+if TYPE_CHECKING:
+    FakeBenchModel = ResponderConfig
+else:
+    FakeBenchModel = responder_list_item("fakebench", "llm", {"constant": {"answer": "fake"}})
 
 
 class FakeBenchConfig(Strict):

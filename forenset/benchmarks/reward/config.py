@@ -3,13 +3,13 @@ read by its six stages."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from forenset.backends.image.generator import GeneratorConfig
 from forenset.backends.llm.types import LLMSettings
-from forenset.benchmarks.common.responders import make, responder_list_item
+from forenset.benchmarks.common.responders import ResponderConfig, make, responder_list_item
 from forenset.benchmarks.reward.scorers.metrics import K_DEFAULT
 from forenset.confbase import Strict
 
@@ -23,7 +23,10 @@ NAME = r"^[A-Za-z0-9_.\-]+$"
 # ``answer`` with a generic sentence: the floor), ``llm`` (a model pool with the paper's prompt),
 # ``file`` (written responses, e.g. the human baseline of Table 5: ``sample_id`` = the reward
 # image id, ``answer``, ``explanation``) or a plugin's kind.
-Policy = responder_list_item("reward", "detector")
+if TYPE_CHECKING:
+    Policy = ResponderConfig
+else:
+    Policy = responder_list_item("reward", "detector")
 
 
 class JudgeConfig(Strict):

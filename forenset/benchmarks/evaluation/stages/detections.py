@@ -171,7 +171,7 @@ class Detections(Stage):
             if not a.ok:
                 out.append({**base, **a.error_fields(), "elapsed_ms": self._ms(a)})
                 continue
-            out.extend(render(self, base, lambda a=a, base=base: [self.row(d, base, a)]))
+            out.extend(render(self, base, self.row, d, base, a))
         for key, sentence in got.problems:
             out.append(
                 {

@@ -229,9 +229,7 @@ class FakeBenchAnswers(Stage):
                 if not a.ok:
                     out.append({**ident, **a.error_fields()})
                     continue
-                out.extend(
-                    render(self, ident, lambda a=a, q=q, i=ident: [self.answer_row(i, q.item, a)])
-                )
+                out.extend(render(self, ident, self.answer_row, ident, q.item, a))
         for r in out:
             r.setdefault("status", "ok")
             r["stage_version"] = self.version

@@ -133,7 +133,7 @@ class RewardResponses(Stage):
             if not a.ok:
                 out.append({**base, **a.error_fields()})
                 continue
-            out.extend(render(self, base, lambda a=a, q=q: [self.answered(p, q.item, a)]))
+            out.extend(render(self, base, self.answered, p, q.item, a))
         for key, sentence in got.problems:
             out.append(
                 {
