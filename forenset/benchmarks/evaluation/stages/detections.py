@@ -229,7 +229,10 @@ class Detections(Stage):
         if d.kind == "file":
             return {**base, **self.from_file(a, track), "fake_probability": None, "bbox": None,
                     **a.trace}  # fmt: skip
-        parsed = parse_answer(a.reply or "")
+        reply = a.reply
+        if reply is None and a.verdict in LABELS:  # a verdict and explanation, no reply text
+            reply = format_reply(a.explanation or "", str(a.verdict))
+        parsed = parse_answer(reply or "")
         return {
             **base,
             **a.trace,
@@ -238,7 +241,7 @@ class Detections(Stage):
             "explanation": parsed.reasoning,
             "fake_probability": None,
             "bbox": None,
-            "reply": a.reply,
+            "reply": reply,
         }
 
     @staticmethod

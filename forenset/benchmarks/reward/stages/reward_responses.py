@@ -172,7 +172,7 @@ class RewardResponses(Stage):
             reply = reply_of(found.answer, expl)
             return self.parsed(p, im, reply, backend=found.backend, model=model)
         if a.reply is None and a.verdict is not None:  # a constant: a generic sentence
-            reply = reply_of(a.verdict, generic(a.verdict))
+            reply = reply_of(a.verdict, a.explanation or generic(a.verdict))
             return self.parsed(p, im, reply, **a.trace)
         if p.kind == "file":
             reply = reply_of(str(a.verdict).strip(), str(a.explanation))
