@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -109,11 +108,11 @@ class Answers:
     model: str = ""
 
 
-def guarded(produce: Callable[[], Answer]) -> Answer:
-    """``produce()``'s answer, or the question's error answer (the isolation rule)."""
+def guarded(produce: Callable[..., Answer], *args: Any) -> Answer:
+    """``produce(*args)``'s answer, or the question's error answer (the isolation rule)."""
     t0 = time.perf_counter()
     try:
-        a = produce()
+        a = produce(*args)
     except StageRowError as e:
         a = Answer.failed(str(e), e.retryable)
     except (ConfigurationError, ContractError):
@@ -127,19 +126,17 @@ def guarded(produce: Callable[[], Answer]) -> Answer:
     return a
 
 
-def one_row(make: Callable[..., dict[str, Any]], *args: Any) -> list[dict[str, Any]]:
-    """``[make(*args)]``: one answer's one row, for ``render`` (arguments bound when called,
-    not read later from a loop variable)."""
-    return [make(*args)]
-
-
 def render(
-    stage: Stage, ident: dict[str, Any], make: Callable[[], list[dict[str, Any]]]
+    stage: Stage,
+    ident: dict[str, Any],
+    make: Callable[..., dict[str, Any] | list[dict[str, Any]]],
+    *args: Any,
 ) -> list[dict[str, Any]]:
-    """The rows ``make()`` renders from one answer, checked as a table here (a value Arrow
-    cannot hold fails this item only), or one error row with ``ident``'s columns."""
+    """The row(s) ``make(*args)`` renders from one answer, checked as a table here (a value
+    Arrow cannot hold fails this item only), or one error row with ``ident``'s columns."""
     try:
-        rows = make()
+        made = make(*args)
+        rows = [made] if isinstance(made, dict) else made
         stage.to_table([{**r, "status": r.get("status", "ok")} for r in rows])
         return rows
     except (ConfigurationError, ContractError):
@@ -167,7 +164,7 @@ class Responder:
     def answer(
         self, stage: Stage, cfg: Any, questions: list[Question], train: list[dict[str, Any]]
     ) -> Answers:
-        return Answers({q.qid: guarded(partial(self.answer_one, stage, cfg, q)) for q in questions})
+        return Answers({q.qid: guarded(self.answer_one, stage, cfg, q) for q in questions})
 
     def answer_one(self, stage: Stage, cfg: Any, q: Question) -> Answer:
         raise NotImplementedError
@@ -232,7 +229,7 @@ class DetectorAnswers(Responder):
         for q in questions:
             blob = q.item["blob"]
             if blob not in seen:
-                seen[blob] = guarded(partial(explain, blob))
+                seen[blob] = guarded(explain, blob)
             out[q.qid] = seen[blob]
         return Answers(out)
 
@@ -351,7 +348,7 @@ class LLMAnswers(Responder):
                         q.template,
                         q.prompts_dir,
                         images=[image],
-                        response_model=None,  # the reply is free text
+                        response_model=None,  # free text: the family's parser reads it
                         **q.variables,
                     ),
                 )

@@ -14,7 +14,7 @@ from forenset.confbase import Strict
 from forenset.perturbations.registry import FAMILIES
 
 # One detector under evaluation: a responder (common.responders), the forensic detector by default.
-if TYPE_CHECKING:  # to the type checker, any registered responder
+if TYPE_CHECKING:
     Detector = ResponderConfig
 else:
     Detector = responder_list_item("evaluation", "detector")

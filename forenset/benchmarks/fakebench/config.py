@@ -38,7 +38,7 @@ class OfficialRelease(Strict):
 # in the official release's answer files: ``answers``, the folder with ``test_FakeClass.json``,
 # ``test_FakeClue.json``, ``test_FakeQA.json``, so any model run with the release's scripts is
 # scored here) or a plugin's kind.
-if TYPE_CHECKING:  # to the type checker, any registered responder
+if TYPE_CHECKING:
     FakeBenchModel = ResponderConfig
 else:
     FakeBenchModel = responder_list_item("fakebench", "llm", {"constant": {"answer": "fake"}})

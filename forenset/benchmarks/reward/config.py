@@ -24,7 +24,7 @@ NAME = r"^[A-Za-z0-9_.\-]+$"
 # ``answer`` with a generic sentence: the floor), ``llm`` (a model pool with the paper's prompt),
 # ``file`` (written responses, e.g. the human baseline of Table 5: ``sample_id`` = the reward
 # image id, ``answer``, ``explanation``) or a plugin's kind.
-if TYPE_CHECKING:  # to the type checker, any registered responder
+if TYPE_CHECKING:
     Policy = ResponderConfig
 else:
     Policy = responder_list_item("reward", "detector")

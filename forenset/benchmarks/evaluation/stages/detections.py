@@ -40,7 +40,6 @@ perturbation "<family>:<severity>"), error rows included, so the scores can be s
 from __future__ import annotations
 
 import json
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -51,7 +50,6 @@ from forenset.benchmarks.common.respond import (
     Answer,
     Question,
     fingerprint,
-    one_row,
     render,
     respond,
     trains,
@@ -174,7 +172,7 @@ class Detections(Stage[EvaluationConfig]):
             if not a.ok:
                 out.append({**base, **a.error_fields(), "elapsed_ms": self._ms(a)})
                 continue
-            out.extend(render(self, base, partial(one_row, self.row, d, base, a)))
+            out.extend(render(self, base, self.row, d, base, a))
         for key, sentence in got.problems:
             out.append(
                 {
@@ -232,7 +230,10 @@ class Detections(Stage[EvaluationConfig]):
         if d.kind == "file":
             return {**base, **self.from_file(a, track), "fake_probability": None, "bbox": None,
                     **a.trace}  # fmt: skip
-        parsed = parse_answer(a.reply or "")
+        reply = a.reply
+        if reply is None and a.verdict in LABELS:  # a verdict and explanation, no reply text
+            reply = format_reply(a.explanation or "", str(a.verdict))
+        parsed = parse_answer(reply or "")
         return {
             **base,
             **a.trace,
@@ -241,7 +242,7 @@ class Detections(Stage[EvaluationConfig]):
             "explanation": parsed.reasoning,
             "fake_probability": None,
             "bbox": None,
-            "reply": a.reply,
+            "reply": reply,
         }
 
     @staticmethod

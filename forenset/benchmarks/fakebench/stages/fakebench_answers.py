@@ -44,7 +44,6 @@ by ``common.respond``, which isolates each item's failure (an error row; the sha
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -56,7 +55,6 @@ from forenset.benchmarks.common.respond import (
     Answer,
     Question,
     fingerprint,
-    one_row,
     render,
     respond,
     trains,
@@ -231,7 +229,7 @@ class FakeBenchAnswers(Stage[FakeBenchConfig]):
                 if not a.ok:
                     out.append({**ident, **a.error_fields()})
                     continue
-                out.extend(render(self, ident, partial(one_row, self.answer_row, ident, q.item, a)))
+                out.extend(render(self, ident, self.answer_row, ident, q.item, a))
         for r in out:
             r.setdefault("status", "ok")
             r["stage_version"] = self.version

@@ -23,7 +23,6 @@ image's failure (an error row; the shard goes on).
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -33,7 +32,6 @@ from forenset.benchmarks.common.respond import (
     Answer,
     Question,
     fingerprint,
-    one_row,
     render,
     respond,
     trains,
@@ -135,7 +133,7 @@ class RewardResponses(Stage[RewardConfig]):
             if not a.ok:
                 out.append({**base, **a.error_fields()})
                 continue
-            out.extend(render(self, base, partial(one_row, self.answered, p, q.item, a)))
+            out.extend(render(self, base, self.answered, p, q.item, a))
         for key, sentence in got.problems:
             out.append(
                 {
@@ -174,7 +172,7 @@ class RewardResponses(Stage[RewardConfig]):
             reply = reply_of(found.answer, expl)
             return self.parsed(p, im, reply, backend=found.backend, model=model)
         if a.reply is None and a.verdict is not None:  # a constant: a generic sentence
-            reply = reply_of(a.verdict, generic(a.verdict))
+            reply = reply_of(a.verdict, a.explanation or generic(a.verdict))
             return self.parsed(p, im, reply, **a.trace)
         if p.kind == "file":
             reply = reply_of(str(a.verdict).strip(), str(a.explanation))
