@@ -10,7 +10,7 @@ in strict mode, ok rows that leave a column out).
 
 A stage is generic in its config type (``class Captions(StrategyStage[CaptionsConfig])``), so
 ``self.cfg`` is typed. Another stage's config section is read only if declared in
-``reads_config``, through ``config_of(OwnerStage)`` (typed by the owner's config type); what a
+``reads_config``, through ``config_of(section, ConfigType)`` (typed by the owner's config type); what a
 stage reads of those sections is part of its shards' fingerprints (``read_config_view``).
 """
 
@@ -158,10 +158,10 @@ class Stage(Generic[C]):
         """This stage's section of the build config."""
         return cast(C, getattr(self.ctx.config, self.config_section()))
 
-    def config_of(self, owner: type[Stage[T]]) -> T:
-        """Another stage's config section, typed by that stage's config type. The section must
-        be declared in ``reads_config`` (so the fingerprint covers it)."""
-        section = owner.config_section()
+    def config_of(self, section: str, model: type[T]) -> T:
+        """Another stage's config ``section``, typed by its config type ``model`` (named, not read
+        from the owning stage class: no stage imports another). The section must be declared in
+        ``reads_config`` (so the fingerprint covers it)."""
         if section not in self.reads_config:
             raise ContractError(
                 f"stage {self.name} reads config section '{section}' without declaring it "

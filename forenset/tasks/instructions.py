@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, model_validator
 
+from forenset.backends.image.generator import GeneratorConfig
 from forenset.backends.llm.types import ChatRequest
 from forenset.schemas.instructions import SCHEMA
 from forenset.seeds import rng_for
@@ -513,10 +514,8 @@ class Instructions(StrategyStage[InstructionsConfig]):
         executes (every kind when the pool has no edit generator)."""
         if self.cfg.kinds is not None:
             return dict(self.cfg.kinds)
-        from forenset.tasks.candidates import Candidates
-
         kinds: set[str] = set()
-        for g in self.config_of(Candidates):
+        for g in self.config_of("generators", list[GeneratorConfig]):
             if "edit" in g.tasks():
                 kinds |= g.edit_kinds()
         return {k: 1.0 for k in sorted(kinds or ALL_KINDS)}

@@ -247,9 +247,9 @@ class Sources(RowStage[SourcesConfig]):
 
     def generator_pool(self) -> list[GeneratorConfig]:
         """The candidates stage's generator pool (its ``external`` generators list photos)."""
-        from forenset.tasks.candidates import Candidates
+        from forenset.backends.image.generator import GeneratorConfig  # noqa: F811 - at run time
 
-        return self.config_of(Candidates)
+        return self.config_of("generators", list[GeneratorConfig])
 
     def read_config_view(self, section: str, value: Any) -> Any:
         """Of the generator pool, the external generators' read policy, which the reads of

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pyarrow as pa
 from pydantic import field_validator
 
+from forenset.backends.image.generator import GeneratorConfig
 from forenset.confbase import Strict
 from forenset.schemas.splits import SCHEMA
 from forenset.seeds import derive_seed
@@ -120,9 +121,11 @@ class Splits(Stage[SplitsConfig]):
 
     def edit_generators(self) -> list[str]:
         """The generators that edit every instructions shard (their verdicts share its id)."""
-        from forenset.tasks.candidates import Candidates
-
-        return sorted(g.name for g in self.config_of(Candidates) if "edit" in g.tasks())
+        return sorted(
+            g.name
+            for g in self.config_of("generators", list[GeneratorConfig])
+            if "edit" in g.tasks()
+        )
 
     def read_config_view(self, section: str, value: object) -> None:
         """The pool's edit generators decide how shards are planned (``plan_edits``); what that

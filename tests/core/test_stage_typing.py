@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 import pytest
 
+from forenset.backends.image.generator import GeneratorConfig
 from forenset.config import BuildConfig, section, validate_config
 from forenset.stages import stage_classes
 from forenset.store.run_store import RunStore, ShardInfo
@@ -87,10 +88,10 @@ def fp(cls: type[Stage[Any]], context: StageContext) -> str:
 
 def test_config_of_is_typed_by_the_owner_and_needs_a_declaration(tmp_path):
     c = ctx(tmp_path)
-    pool = Reader(c).config_of(Candidates)
+    pool = Reader(c).config_of("generators", list[GeneratorConfig])
     assert [g.name for g in pool] == [g.name for g in c.config.generators]  # type: ignore[attr-defined]
     with pytest.raises(ContractError, match="without declaring it in reads_config"):
-        Blind(c).config_of(Candidates)
+        Blind(c).config_of("generators", list[GeneratorConfig])
     # above the stages, the same typed read of a section
     cfg = validate_config(small_config_dict(tmp_path))
     assert section(cfg, Splits) is cfg.splits  # type: ignore[attr-defined]
