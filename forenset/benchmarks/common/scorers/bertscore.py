@@ -74,7 +74,8 @@ class BertScorer(LocalModelScorer):
     """BERTScore over a local encoder; ``model_path=None`` yields null scores with the reason.
 
     ``layer`` indexes ``hidden_states`` (0 = embeddings; default: the last layer; bert-score's
-    ``num_layers``). ``batch_size`` texts are embedded per forward pass.
+    ``num_layers``). At most ``batch_size`` texts go in one forward pass (fewer long ones:
+    ``length_batches``).
     """
 
     what = "BERTScore"
