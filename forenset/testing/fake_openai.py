@@ -200,7 +200,9 @@ class FakeOpenAI(FakeServer):
             with self._slot:
                 pass
         model = self.requests[-1].get("model", "model") if self.requests else "model"
-        data = [{"id": model, "object": "model", "owned_by": "me", "permissions": []}]
+        data: list[dict[str, Any]] = [
+            {"id": model, "object": "model", "owned_by": "me", "permissions": []}
+        ]
         self.send_json(h, 200, {"object": "list", "data": data})
 
     # -- chat --------------------------------------------------------------------------
