@@ -7,7 +7,8 @@ The server is llama-cpp-python 0.3.36's OpenAI-compatible server with SmolLM2-13
 time and keeps generating a request its client gave up on, so a client that sends more than it
 can wait for only queues work. Both clients send the same N structured-output requests
 (``json_object`` + schema, max_tokens, temperature 0); the loop sends each after the previous
-reply, forenset runs ``run_chat`` with ``max_concurrency: 1``. Rounds alternate which goes
+reply, forenset runs ``run_chat`` with the default ``max_concurrency`` (16): it asks the
+server its slots and sends one at a time (the detected limit is printed). Rounds alternate which goes
 first; the medians are reported, and the requests forenset abandoned (timeouts) or sent more
 than once.
 
@@ -73,6 +74,7 @@ def main() -> None:
         ChatRequest,
         LLMSettings,
         ModelSpec,
+        limiter_stats,
         reset_limiters,
         reset_stage,
         run_chat,
@@ -82,7 +84,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         proc, base = start_server(Path(d) / "server.log")
         try:
-            spec = ModelSpec(backend="openai", model="smollm2", base_url=base, max_concurrency=1,
+            spec = ModelSpec(backend="openai", model="smollm2", base_url=base,
                              timeout_s=args.timeout, structured_output="json_object_schema")  # fmt: skip
             settings = LLMSettings(pool=[spec], max_tokens=args.max_tokens, regenerations=0,
                                    repair_retries=0, max_error_rate=1.0)  # fmt: skip
@@ -119,7 +121,8 @@ def main() -> None:
                 timeouts = sum(1 for r in out if r.error and r.error.startswith("timeout"))
                 return {"wall_s": wall, "tokens": sum(r.output_tokens for r in out),
                         "sent": sum(r.attempts for r in out), "ok": sum(r.ok for r in out),
-                        "abandoned": timeouts}  # fmt: skip
+                        "abandoned": timeouts,
+                        "concurrency": limiter_stats(spec)["concurrency_limit"]}  # fmt: skip
 
             runs: dict[str, list[dict]] = {"loop": [], "forenset": []}
             for rnd in range(args.rounds):

@@ -17,6 +17,8 @@ from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+Reply = tuple[int, dict[str, Any], dict[str, str]]  # status, JSON body, headers
+
 
 @dataclass
 class Fault:
@@ -221,6 +223,14 @@ class FakeServer:
     ``strict_window`` counts the rate over a sliding one-second window with no burst credit
     (SlidingWindow) instead of a bucket with one second of burst; ``rate_limited`` counts the
     429s the rate limit gave (injected 429 faults are not counted).
+
+    Real-server knobs shared by both fakes: ``retry_after=False`` sends 429s without
+    Retry-After (nor Gemini's RetryInfo); ``bad_request_status`` is the status of a request
+    the server rejects for its form (500 on llama.cpp); ``serial=True`` generates one request
+    at a time, as a one-slot local server does (llama-cpp-python 0.3.36, measured): the
+    others queue (``queued`` counts those that had to wait, ``peak_queue`` the most at once),
+    a queued request whose client left is not generated (``skipped``), and a generation whose
+    client left before its reply is still finished (``abandoned``).
     """
 
     def __init__(
@@ -230,8 +240,19 @@ class FakeServer:
         rate_limit_rps: float | None = None,
         ratelimit_headers: bool = False,
         strict_window: bool = False,
+        retry_after: bool = True,
+        bad_request_status: int = 400,
+        serial: bool = False,
     ) -> None:
         self.latency_s = latency_s
+        self.retry_after = retry_after
+        self.bad_request_status = bad_request_status
+        self.serial = serial
+        self._slot = threading.Lock()  # the one generation slot of a serial server
+        self.queued = 0
+        self.peak_queue = 0
+        self.skipped = 0
+        self.abandoned = 0
         self.rate: RateWindow | SlidingWindow | None = None
         if rate_limit_rps:
             window = SlidingWindow if strict_window else RateWindow
@@ -244,6 +265,7 @@ class FakeServer:
         self.request_headers: list[dict[str, str]] = []
         self.counts: dict[str, int] = {}
         self.in_flight = 0
+        self._waiting = 0
         self.peak_in_flight = 0  # most generation requests in work at once
         self.lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -345,6 +367,35 @@ class FakeServer:
             with self.lock:
                 self.in_flight -= 1
 
+    def serially(
+        self, h: BaseHTTPRequestHandler, produce: Callable[[], Reply | None]
+    ) -> Reply | None:
+        """Run one generation (``produce``) in the server's one slot when ``serial``; the
+        reply is sent after the slot is free, so a client's next request never queues behind
+        the reply to its last one. None: nothing to send (skipped, or already answered)."""
+        if not self.serial:
+            return produce()
+        if not self._slot.acquire(blocking=False):
+            with self.lock:
+                self.queued += 1
+                self._waiting += 1
+                self.peak_queue = max(self.peak_queue, self._waiting)
+            self._slot.acquire()
+            with self.lock:
+                self._waiting -= 1
+        try:
+            if client_gone(h):  # llama-cpp-python checks before it generates
+                with self.lock:
+                    self.skipped += 1
+                return None
+            reply = produce()
+            if client_gone(h):  # generated for nobody
+                with self.lock:
+                    self.abandoned += 1
+            return reply
+        finally:
+            self._slot.release()
+
     def throttle_wait(self) -> float:
         """0.0 when the rate limit admits this request, else seconds to wait."""
         wait = self.rate.take() if self.rate else 0.0
@@ -372,8 +423,9 @@ class FakeServer:
             "x-ratelimit-reset-tokens": "1s",
         }
 
-    @staticmethod
-    def retry_headers(seconds: float) -> dict[str, str]:
+    def retry_headers(self, seconds: float) -> dict[str, str]:
+        if not self.retry_after:
+            return {}
         return {
             "retry-after": str(max(1, math.ceil(seconds))) if seconds >= 1 else f"{seconds:.3f}",
             "retry-after-ms": str(max(1, int(seconds * 1000))),
@@ -411,6 +463,19 @@ class FakeServer:
             h.connection.shutdown(2)
         except OSError:
             pass
+
+
+def client_gone(h: BaseHTTPRequestHandler) -> bool:
+    """True when the client closed its connection while its request was queued or generating
+    (it gave up)."""
+    import select
+    import socket
+
+    try:
+        ready, _, _ = select.select([h.connection], [], [], 0)
+        return bool(ready) and h.connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 def b64(data: bytes) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 from forenset.testing._base import (
     FakeServer,
     Fault,
+    Reply,
     b64,
     edited_png,
     estimate_tokens,
@@ -85,19 +86,63 @@ class FakeGemini(FakeServer):
 
     reply(body) -> str | dict: the model's text for a request (default: schema echo).
     image_reply(prompt, input_image_or_None, body) -> PNG bytes for IMAGE modality replies.
+
+    Like the real API, a reply longer than ``generationConfig.maxOutputTokens`` (four
+    characters a token) is cut there with ``finishReason: MAX_TOKENS``, and ``modelVersion``
+    echoes whatever model name was asked for. The knobs of FakeOpenAI's real-server
+    behaviours, for Gemini-compatible servers that are not Google's (a self-hosted gateway,
+    a local model behind a Gemini-shaped API): json_schema: False answers a response schema
+    (``responseJsonSchema`` / ``responseSchema``) as a bad request; list_content: False
+    answers a request with any non-text part (an inline image) as a bad request (a text-only
+    model); ``bad_request_status``, ``retry_after`` (False: 429s carry neither Retry-After
+    nor a RetryInfo detail), ``ratelimit_headers`` (off by default: no x-ratelimit-*) and
+    ``serial`` as in FakeServer. ``like_local()`` sets them all as such a server would.
     """
+
+    SCHEMA_ERROR = "responseJsonSchema is not supported by this model"
+    PARTS_ERROR = "only text parts are supported: inlineData is not supported by this model"
+
+    @classmethod
+    def like_local(cls, **kw: Any) -> FakeGemini:
+        """A fake that answers as a one-slot local server behind a Gemini-shaped API: no
+        response schema, text parts only, 500 for bad requests, no Retry-After, serial."""
+        base = dict(
+            json_schema=False,
+            list_content=False,
+            bad_request_status=500,
+            retry_after=False,
+            serial=True,
+        )
+        return cls(**{**base, **kw})
 
     def __init__(
         self,
         *,
         latency_s: float = 0.0,
         rate_limit_rps: float | None = None,
+        ratelimit_headers: bool = False,
+        strict_window: bool = False,
         reply: Callable[[dict[str, Any]], str | dict[str, Any]] | None = None,
         image_reply: Callable[[str, bytes | None, dict[str, Any]], bytes] | None = None,
         batch_polls_to_complete: int = 1,
         batch_expire_after: int | None = None,
+        json_schema: bool = True,
+        list_content: bool = True,
+        bad_request_status: int = 400,
+        retry_after: bool = True,
+        serial: bool = False,
     ) -> None:
-        super().__init__(latency_s=latency_s, rate_limit_rps=rate_limit_rps)
+        super().__init__(
+            latency_s=latency_s,
+            rate_limit_rps=rate_limit_rps,
+            ratelimit_headers=ratelimit_headers,
+            strict_window=strict_window,
+            retry_after=retry_after,
+            bad_request_status=bad_request_status,
+            serial=serial,
+        )
+        self.json_schema = json_schema
+        self.list_content = list_content
         self.reply = reply
         self.image_reply = image_reply
         self.batch_polls_to_complete = batch_polls_to_complete
@@ -132,13 +177,12 @@ class FakeGemini(FakeServer):
         n_img = len(request_images(body))
         return f"echo: {text[:200]}" + (f" [{n_img} images]" if n_img else "")
 
-    @staticmethod
-    def error_body(fault: Fault) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def error_body(self, fault: Fault) -> Reply:
         status = int(fault.status or 500)
         headers = dict(fault.headers)
         details: list[dict[str, Any]] = []
-        if fault.retry_after_s is not None:
-            headers.update(FakeServer.retry_headers(fault.retry_after_s))
+        if fault.retry_after_s is not None and self.retry_after:
+            headers.update(self.retry_headers(fault.retry_after_s))
             details.append(
                 {
                     "@type": "type.googleapis.com/google.rpc.RetryInfo",
@@ -157,31 +201,47 @@ class FakeGemini(FakeServer):
         status, obj, headers = self.error_body(fault)
         self.send_json(h, status, obj, headers)
 
+    def bad_request(self, body: dict[str, Any]) -> str | None:
+        """Why this server would reject the request's form (see the knobs), or None."""
+        cfg = body.get("generationConfig") or {}
+        if not self.json_schema and (cfg.get("responseJsonSchema") or cfg.get("responseSchema")):
+            return self.SCHEMA_ERROR
+        if not self.list_content and any("text" not in p for p in _parts(body)):
+            return self.PARTS_ERROR
+        return None
+
     def _generate(self, h: BaseHTTPRequestHandler, model: str, body: dict[str, Any]) -> None:
         self.record(h, {**body, "_model": model})
         wait = self.throttle_wait()
         if wait > 0:
             return self._error(h, Fault(status=429, retry_after_s=wait, message="quota"))
+        reply = self.serially(h, lambda: self._produce(h, model, body))
+        if reply is not None:
+            self.send_json(h, *reply)
+
+    def _produce(self, h: BaseHTTPRequestHandler, model: str, body: dict[str, Any]) -> Reply | None:
         fault = self.next_fault(body)
         if fault and fault.delay_s:
             time.sleep(fault.delay_s)
         if fault and fault.drop:
-            return self.drop(h)
+            self.drop(h)
+            return None
         if fault and fault.raw_body is not None:
-            return self.send_bytes(h, 200, fault.raw_body, "application/json")
+            self.send_bytes(h, 200, fault.raw_body, "application/json")
+            return None
         self.work(self.latency_s)
         if fault and fault.status == 401 and fault.message is None:
             key = h.headers.get("x-goog-api-key", "")
             fault = Fault(status=401, message=f"API key not valid: {key}")
-        status, obj, headers = self.response(model, body, fault)
-        self.send_json(h, status, obj, headers)
+        return self.response(model, body, fault)
 
-    def response(
-        self, model: str, body: dict[str, Any], fault: Fault | None
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def response(self, model: str, body: dict[str, Any], fault: Fault | None) -> Reply:
         """Status, GenerateContentResponse (or error) and headers (shared with batches)."""
         if fault and fault.status:
             return self.error_body(fault)
+        bad = self.bad_request(body)
+        if bad is not None:
+            return self.error_body(Fault(status=self.bad_request_status, message=bad))
         headers = dict(fault.headers) if fault else {}
         prompt_tokens = estimate_tokens(request_text(body)) + 258 * len(request_images(body))
         if fault and fault.refusal is not None:
@@ -200,6 +260,10 @@ class FakeGemini(FakeServer):
         else:
             made = (self.reply or self.default_reply)(body)
             text = made if isinstance(made, str) else json.dumps(made)
+        finish = "STOP"
+        limit = (body.get("generationConfig") or {}).get("maxOutputTokens")
+        if limit and estimate_tokens(text) > int(limit):
+            text, finish = text[: 4 * int(limit)], "MAX_TOKENS"
         parts: list[dict[str, Any]] = [{"text": text}]
         modalities = [
             m.upper() for m in (body.get("generationConfig") or {}).get("responseModalities", [])
@@ -217,7 +281,7 @@ class FakeGemini(FakeServer):
         out_tokens = estimate_tokens(text)
         obj = {
             "candidates": [
-                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+                {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
             ],
             "usageMetadata": {
                 "promptTokenCount": prompt_tokens,

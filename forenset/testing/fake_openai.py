@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 from forenset.testing._base import (
     FakeServer,
     Fault,
+    Reply,
     b64,
     edited_png,
     estimate_tokens,
@@ -67,19 +67,6 @@ def request_images(body: dict[str, Any]) -> list[bytes]:
     return out
 
 
-def _client_gone(h: BaseHTTPRequestHandler) -> bool:
-    """True when the client closed the connection while its reply was being generated (it
-    gave up: the generation was abandoned work)."""
-    import select
-    import socket
-
-    try:
-        ready, _, _ = select.select([h.connection], [], [], 0)
-        return bool(ready) and h.connection.recv(1, socket.MSG_PEEK) == b""
-    except OSError:
-        return True
-
-
 @dataclass
 class _Batch:
     obj: dict[str, Any]
@@ -106,7 +93,10 @@ class FakeOpenAI(FakeServer):
     list_content: False answers user content given as a list of parts as a bad request;
     bad_request_status: the status of those bad requests (500 on llama.cpp, with a traceback
     in the message); retry_after: False sends 429s without Retry-After headers;
-    serial: one generation at a time (requests queue, as on a one-slot local server).
+    serial: one generation at a time (requests queue, as on a one-slot local server; see
+    FakeServer for what it counts); openapi_title: GET /openapi.json answers with this title
+    (how llama-cpp-python's server can be recognised); slots: GET /props answers
+    ``{"total_slots": slots}`` as llama.cpp's own server (llama-server) does.
     """
 
     LLAMACPP_SCHEMA_ERROR = (
@@ -116,6 +106,7 @@ class FakeOpenAI(FakeServer):
         '"/srv/venv/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376, in '
         "create_chat_completion\n    POST /v1/chat/completions"
     )
+    LLAMACPP_TITLE = "\U0001f999 llama.cpp Python API"  # its FastAPI app's title
     LLAMACPP_LIST_ERROR = 'can only concatenate str (not "list") to str'
 
     @classmethod
@@ -128,6 +119,7 @@ class FakeOpenAI(FakeServer):
             bad_request_status=500,
             retry_after=False,
             serial=True,
+            openapi_title=cls.LLAMACPP_TITLE,
         )
         return cls(**{**base, **kw})
 
@@ -147,13 +139,20 @@ class FakeOpenAI(FakeServer):
         bad_request_status: int = 400,
         retry_after: bool = True,
         serial: bool = False,
+        slots: int | None = None,
+        openapi_title: str | None = None,
     ) -> None:
         super().__init__(
             latency_s=latency_s,
             rate_limit_rps=rate_limit_rps,
             ratelimit_headers=ratelimit_headers,
             strict_window=strict_window,
+            retry_after=retry_after,
+            bad_request_status=bad_request_status,
+            serial=serial,
         )
+        self.slots = slots
+        self.openapi_title = openapi_title
         self.reply = reply
         self.image_reply = image_reply
         self.batch_polls_to_complete = batch_polls_to_complete
@@ -164,11 +163,6 @@ class FakeOpenAI(FakeServer):
         self.edit_files: list[dict[str, Any]] = []  # multipart files of each images/edits call
         self.json_schema = json_schema
         self.list_content = list_content
-        self.bad_request_status = bad_request_status
-        self.retry_after = retry_after
-        self.serial = serial
-        self._slot = threading.Lock()  # the one generation slot of a serial server
-        self.abandoned = 0  # replies whose client had gone when they were ready (serial)
 
     @property
     def base_url(self) -> str:
@@ -176,6 +170,13 @@ class FakeOpenAI(FakeServer):
 
     # -- routing -----------------------------------------------------------------------
     def route(self, h: BaseHTTPRequestHandler, method: str, path: str, body: bytes) -> None:
+        if method == "GET" and path == "/props" and self.slots is not None:
+            return self.send_json(h, 200, {"total_slots": self.slots, "model_path": "m.gguf"})
+        if method == "GET" and path == "/openapi.json" and self.openapi_title is not None:
+            info = {"title": self.openapi_title, "version": "0.3.36"}
+            return self.send_json(h, 200, {"openapi": "3.1.0", "info": info, "paths": {}})
+        if method == "GET" and path == "/v1/models":
+            return self._models(h)
         if method == "POST" and path == "/v1/chat/completions":
             return self._chat_http(h, json.loads(body))
         if method == "POST" and path == "/v1/images/generations":
@@ -191,6 +192,18 @@ class FakeOpenAI(FakeServer):
         if method == "GET" and path.startswith("/v1/batches/"):
             return self._batch_get(h, path.removeprefix("/v1/batches/"))
         self.send_json(h, 404, {"error": {"message": f"no route {method} {path}"}})
+
+    def _models(self, h: BaseHTTPRequestHandler) -> None:
+        """The model list; on a serial fake it waits for the generation slot first, as
+        llama-cpp-python's /v1/models takes the model lock."""
+        if self.serial:
+            with self._slot:
+                pass
+        model = self.requests[-1].get("model", "model") if self.requests else "model"
+        data: list[dict[str, Any]] = [
+            {"id": model, "object": "model", "owned_by": "me", "permissions": []}
+        ]
+        self.send_json(h, 200, {"object": "list", "data": data})
 
     # -- chat --------------------------------------------------------------------------
     def default_reply(self, body: dict[str, Any]) -> str | dict[str, Any]:
@@ -220,7 +233,7 @@ class FakeOpenAI(FakeServer):
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Status, JSON body and headers for one chat request (shared with batches)."""
         headers = dict(fault.headers) if fault else {}
-        if fault and fault.retry_after_s is not None and self.retry_after:
+        if fault and fault.retry_after_s is not None:
             headers.update(self.retry_headers(fault.retry_after_s))
         bad = self.bad_request(body)
         if bad is not None and not (fault and fault.status):
@@ -274,31 +287,27 @@ class FakeOpenAI(FakeServer):
         wait = self.throttle_wait()
         if wait > 0:
             err = {"message": "rate limit exceeded", "type": "requests", "code": "rate_limit"}
-            retry = self.retry_headers(wait) if self.retry_after else {}
-            return self.send_json(h, 429, {"error": err}, retry)
-        if self.serial:  # one generation at a time; the others wait in the queue
-            with self._slot:
-                return self._generate(h, body)
-        return self._generate(h, body)
+            return self.send_json(h, 429, {"error": err}, self.retry_headers(wait))
+        reply = self.serially(h, lambda: self._generate(h, body))
+        if reply is not None:
+            self.send_json(h, *reply)
 
-    def _generate(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    def _generate(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> Reply | None:
         fault = self.next_fault(body)
         if fault and fault.delay_s:
             time.sleep(fault.delay_s)
         if fault and fault.drop:
-            return self.drop(h)
+            self.drop(h)
+            return None
         if fault and fault.raw_body is not None:
-            return self.send_bytes(h, 200, fault.raw_body, "application/json")
+            self.send_bytes(h, 200, fault.raw_body, "application/json")
+            return None
         self.work(self.latency_s)
-        if self.serial and _client_gone(h):
-            with self.lock:
-                self.abandoned += 1
         auth = h.headers.get("Authorization", "")
         if fault and fault.status == 401 and fault.message is None:
             # Like real providers, echo the key it got: clients must redact it.
             fault = Fault(status=401, message=f"Incorrect API key provided: {auth[7:]}")
-        status, obj, headers = self.completion(body, fault)
-        self.send_json(h, status, obj, headers)
+        return self.completion(body, fault)
 
     # -- images ------------------------------------------------------------------------
     def _image_reply(self, prompt: str, image: bytes | None, body: dict[str, Any]) -> bytes:

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from llm_kit import Caption, openai_spec, png, settings
+from llm_kit import Caption, gemini_spec, openai_spec, png, settings
 
-from forenset.backends.llm import ChatRequest, run_chat
+from forenset.backends.llm import ChatRequest, limiter_stats, run_chat
 from forenset.backends.llm.types import SameFailure
 from forenset.backends.retry import error_from_status, trim_server_error
 from forenset.errors import ConfigurationError
+from forenset.testing.fake_gemini import FakeGemini
 from forenset.testing.fake_openai import FakeOpenAI, Fault
 
 REAL = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_replies.json").read_text())
@@ -259,3 +260,142 @@ def test_regeneration_is_bounded(openai_server, stage):
     [res] = run_chat([req()], s, build_seed=1, stage=stage, cache=None)
     assert res.status == "error" and "refused" in res.error and res.regenerations == 2
     assert len(openai_server.requests) == 3
+
+
+# -- a serial server: detected, nothing queued, nothing piled up -------------------------------
+
+
+def test_a_llamacpp_python_server_is_detected_as_serial_and_nothing_queues(stage):
+    with FakeOpenAI.like_llamacpp(latency_s=0.05) as server:
+        spec = openai_spec(server, structured_output="json_object_schema")  # 16 configured
+        out = run_chat(
+            [req(i) for i in range(8)], settings(spec), build_seed=1, stage=stage, cache=None
+        )
+        assert all(r.ok for r in out), [r.error for r in out]
+        assert limiter_stats(spec)["concurrency_limit"] == 1
+        assert server.queued == 0 and server.abandoned == 0 and server.skipped == 0
+        assert server.counts["/openapi.json"] == 1  # asked once per model, not per item
+
+
+def test_without_detection_a_serial_server_queues_what_is_sent(stage):
+    """The control of the test above: the same requests queue at the server."""
+    with FakeOpenAI.like_llamacpp(latency_s=0.05) as server:
+        spec = openai_spec(server, structured_output="json_object_schema", detect_slots=False)
+        run_chat([req(i) for i in range(8)], settings(spec), build_seed=1, stage=stage, cache=None)
+        assert server.queued > 0 and "/openapi.json" not in server.counts
+
+
+def test_llama_server_slots_cap_the_concurrency(stage):
+    with FakeOpenAI(latency_s=0.05, slots=2) as server:
+        spec = openai_spec(server)
+        out = run_chat(
+            [req(i) for i in range(8)], settings(spec), build_seed=1, stage=stage, cache=None
+        )
+        assert all(r.ok for r in out)
+        assert limiter_stats(spec)["concurrency_limit"] == 2 and server.peak_in_flight <= 2
+
+
+def test_a_server_that_says_nothing_keeps_the_configured_concurrency(openai_server, stage):
+    spec = openai_spec(openai_server, max_concurrency=6)
+    run_chat([req(i) for i in range(3)], settings(spec), build_seed=1, stage=stage, cache=None)
+    assert limiter_stats(spec)["concurrency_limit"] == 6
+    assert openai_server.counts["/props"] == 1 and openai_server.counts["/openapi.json"] == 1
+
+
+def test_a_timed_out_request_leaves_no_work_queued_behind_it(stage):
+    """A stalled generation outlives its client's timeout (llama-cpp-python finishes it): the
+    timed-out item waits for the server to be idle before its slot goes to the next request,
+    so exactly one generation is abandoned and nothing queues behind it."""
+    with FakeOpenAI.like_llamacpp() as server:
+        server.script(Fault(delay_s=2.5))  # the first generation stalls past the timeout
+        spec = openai_spec(server, structured_output="json_object_schema", timeout_s=1.0)
+        out = run_chat(
+            [req(i) for i in range(3)], settings(spec), build_seed=1, stage=stage, cache=None
+        )
+        assert all(r.ok for r in out), [r.error for r in out]
+        assert sum(r.attempts for r in out) == 4  # one timeout, retried once
+        assert server.abandoned == 1 and server.queued == 0 and server.skipped == 0
+
+
+def test_without_the_wait_requests_queue_behind_abandoned_work(stage):
+    """The control: the same stall with detection off (concurrency 1 configured)."""
+    with FakeOpenAI.like_llamacpp() as server:
+        server.script(Fault(delay_s=2.5))
+        spec = openai_spec(server, structured_output="json_object_schema", timeout_s=1.0,
+                           detect_slots=False, max_concurrency=1)  # fmt: skip
+        run_chat([req(i) for i in range(3)], settings(spec), build_seed=1, stage=stage, cache=None)
+        assert server.abandoned == 1 and server.queued >= 1
+
+
+# -- the Gemini fake's real-server knobs ------------------------------------------------------
+
+
+def gpost(server: FakeGemini, model: str, body: dict) -> httpx.Response:
+    url = f"{server.base_url}/v1beta/models/{model}:generateContent"
+    return httpx.post(url, json=body, timeout=10)
+
+
+def gbody(text: str = "hi", **cfg) -> dict:
+    return {"contents": [{"role": "user", "parts": [{"text": text}]}], "generationConfig": cfg}
+
+
+def test_gemini_fake_cuts_at_max_output_tokens_and_echoes_the_model_name():
+    with FakeGemini(reply=lambda body: "Once upon a time " * 20) as server:
+        got = gpost(server, "any-name-at-all", gbody(maxOutputTokens=8)).json()
+        whole = gpost(server, "m", gbody()).json()
+    cand = got["candidates"][0]
+    assert cand["finishReason"] == "MAX_TOKENS" and got["modelVersion"] == "any-name-at-all"
+    assert got["usageMetadata"]["candidatesTokenCount"] <= 8
+    assert whole["candidates"][0]["finishReason"] == "STOP"
+
+
+def test_gemini_like_local_rejects_what_a_local_server_cannot_do():
+    image = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}
+    with FakeGemini.like_local(rate_limit_rps=1000) as server:
+        schema = gpost(server, "m", gbody(responseJsonSchema={"type": "object"}))
+        with_image = gpost(server, "m", {"contents": [{"parts": [{"text": "x"}, image]}]})
+        server.script(Fault(status=429, retry_after_s=2))
+        throttled = gpost(server, "m", gbody())
+        ok = gpost(server, "m", gbody())
+    assert schema.status_code == 500 and "not supported" in schema.json()["error"]["message"]
+    assert with_image.status_code == 500 and "inlineData" in with_image.json()["error"]["message"]
+    assert throttled.status_code == 429 and throttled.json()["error"]["details"] == []
+    assert not [k for k in throttled.headers if k.startswith(("retry-after", "x-ratelimit"))]
+    assert ok.status_code == 200
+
+
+def test_gemini_like_local_serves_one_at_a_time():
+    with FakeGemini.like_local(latency_s=0.05) as server:
+        threads = [threading.Thread(target=gpost, args=(server, "m", gbody())) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert server.peak_in_flight == 1 and server.queued >= 1
+
+
+def test_gemini_client_asks_a_cut_reply_again_with_more_room(gemini_server, stage):
+    long = json.dumps({"caption": "x" * 100, "objects": ["a"], "salience": 2})  # 38 tokens
+    gemini_server.fault_for = lambda body: Fault(content=long)
+    s = settings(gemini_spec(gemini_server), max_tokens=20, length_growth=2.0)
+    [res] = run_chat([req()], s, build_seed=1, stage=stage, cache=None)
+    sent = [b["generationConfig"]["maxOutputTokens"] for b in gemini_server.requests]
+    assert res.ok and sent == [20, 40]
+
+
+def test_gemini_client_stops_when_a_local_server_rejects_every_request(stage):
+    with FakeGemini.like_local() as server:
+        s = settings(gemini_spec(server, max_concurrency=1))
+        with pytest.raises(SameFailure) as info:
+            run_chat([req(i) for i in range(12)], s, build_seed=1, stage=stage, cache=None)
+        assert "not supported" in str(info.value) and "rejected the request" in str(info.value)
+        assert len(server.requests) <= 3 + 3  # no retries of a rejected form
+
+
+def test_gemini_client_retries_a_429_without_retry_after(stage):
+    with FakeGemini.like_local(json_schema=True) as server:
+        server.script(Fault(status=429, message="quota"))
+        [res] = run_chat(
+            [req()], settings(gemini_spec(server)), build_seed=1, stage=stage, cache=None
+        )
+        assert res.ok and res.attempts == 2

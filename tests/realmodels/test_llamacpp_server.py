@@ -90,3 +90,23 @@ def test_every_model_stage_against_the_real_server(tmp_path, llamacpp_server, st
         assert r["status"] == "ok" or any(p in (r["error"] or "") for p in PRECISE), r["error"]
     model_rows = [r for r in got if r["backend"] == "openai"]
     assert model_rows and {r["output_mode"] for r in model_rows} <= {"json_object_schema"}
+
+
+def test_the_real_server_is_recognised_as_one_slot_and_sent_one_request_at_a_time(
+    llamacpp_server,
+):
+    from forenset.backends import apiloop
+    from forenset.backends.llm import limiter_stats
+    from forenset.backends.llm.openai_chat import server_slots
+
+    reset_limiters()
+    base = settings(llamacpp_server, max_tokens=4, regenerations=0, length_growth=1.0)
+    base["pool"] = [{k: v for k, v in base["pool"][0].items() if k != "max_concurrency"}]
+    s = LLMSettings.model_validate(base)
+    assert s.pool[0].max_concurrency == 16  # the default: the server's one slot caps it
+    assert apiloop.submit(server_slots(s.pool[0])) == (1, True)  # it finishes abandoned work
+    reqs = [ChatRequest(task="t", item_id=f"s{i}", system="", user=f"Say hi {i}.")
+            for i in range(2)]  # fmt: skip
+    out = run_chat(reqs, s, build_seed=1, stage="real-slots", cache=None)
+    assert all(r.ok or "cut at max_tokens" in (r.error or "") for r in out), [r.error for r in out]
+    assert limiter_stats(s.pool[0])["concurrency_limit"] == 1

@@ -8,6 +8,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from forenset.benchmarks.common.scorers.bertscore import NO_MODEL, BertScorer, greedy_match
+from forenset.benchmarks.common.scorers.encoders import TOKENS_PER_TEXT, length_batches
 from forenset.errors import ConfigurationError
 
 CANDS = [
@@ -116,3 +117,24 @@ def test_agrees_with_the_bert_score_package_when_installed(encoder_dir, idf):
         assert s.details["precision"] == pytest.approx(float(p), abs=1e-5)
         assert s.details["recall"] == pytest.approx(float(r), abs=1e-5)
         assert s.value == pytest.approx(float(f), abs=1e-5)
+
+
+def test_length_batches_group_by_length_within_the_token_budget():
+    lengths = [30, 400, 28, 31, 410, 29, 5, 395, 33, 30]
+    batches = length_batches(lengths, batch_size=4)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for b in batches:
+        longest = max(lengths[i] for i in b)
+        assert len(b) <= 4 and (len(b) == 1 or len(b) * longest <= 4 * TOKENS_PER_TEXT)
+    # the long texts never share a batch with the short ones
+    assert all(len({lengths[i] > 100 for i in b}) == 1 for b in batches)
+
+
+def test_long_and_short_texts_score_as_one_by_one(encoder_dir):
+    short = ["a cat on a mat.", "the sky is blue.", "hands look wrong."]
+    long = " ".join(["the edges of the sign are warped and the text is smeared."] * 20)
+    cands, refs = [*short, long, short[0]], [long, *short, short[1]]
+    batched = [s.value for s in BertScorer(encoder_dir, batch_size=8).score(cands, refs)]
+    alone = BertScorer(encoder_dir, batch_size=1)
+    single = [alone.score([c], [r])[0].value for c, r in zip(cands, refs, strict=True)]
+    assert np.allclose(batched, single, atol=1e-6)

@@ -354,6 +354,8 @@ class Engine:
         extra = list(extra or [])
         retries = 0
         while True:
+            if limiter is not None:
+                await self.probe_slots(spec, limiter)
             if state.aborted:
                 return self.result(
                     item, status="error", error="stage aborted: error rate", retryable=True
@@ -457,6 +459,26 @@ class Engine:
                 )
             res = self.result(item, status="error", text=raw.text, error=perr, retryable=False)
             return self.finish(res, state, settings, stage)
+
+    async def probe_slots(self, spec: ModelSpec, limiter: ModelLimiter) -> None:
+        """Once per limiter: cap its concurrency at the server's generation slots when a
+        self-hosted server reports them (a serial local server: one in flight, so none of
+        our requests queues there to time out and be abandoned)."""
+        if limiter.probed:
+            return
+        slots = getattr(self.backends[spec.backend], "slots", None)
+        if slots is None or not spec.base_url or not spec.detect_slots:
+            limiter.probed = True
+            return
+        await limiter.probe_slots(lambda: slots(spec))
+        if limiter.slots is not None:
+            log.info(
+                "%s at %s generates %d request(s) at once: at most %d in flight",
+                spec.label,
+                spec.base_url,
+                limiter.slots,
+                int(limiter.concurrency.maximum),
+            )
 
     def regenerate(self, item: _Item, settings: LLMSettings, stage: str, build_seed: int) -> bool:
         """Ask the same model again with a new seed (a refusal or a cut / broken reply at

@@ -10,7 +10,7 @@ import asyncio
 import re
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from forenset.backends.llm.types import ModelSpec
@@ -100,6 +100,11 @@ class AdaptiveConcurrency:
             self.in_flight -= 1
             self._cond.notify_all()
 
+    def cap(self, n: int) -> None:
+        """Never more than ``n`` in flight from now on (a server's slots)."""
+        self.maximum = max(1, min(self.maximum, n))
+        self.limit = min(self.limit, float(self.maximum))
+
     def on_success(self) -> None:
         self.limit = min(float(self.maximum), self.limit + 1.0 / max(self.limit, 1.0))
 
@@ -172,6 +177,24 @@ class ModelLimiter:
     window_s: float = 1.0  # two throttles this close together mean the server's window is full
     last_throttle: float = float("-inf")
     stats: LimiterStats = field(default_factory=LimiterStats)
+    slots: int | None = None  # generation slots the server reported (see probe_slots)
+    probed: bool = False
+    _probe_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def probe_slots(self, probe: Callable[[], Awaitable[int | None]]) -> None:
+        """Ask the server once how many requests it generates at once and cap the
+        concurrency there; items arriving meanwhile wait for the answer, not a slot."""
+        if self.probed:
+            return
+        async with self._probe_lock:
+            if self.probed:
+                return
+            try:
+                self.slots = await probe()
+            finally:
+                self.probed = True
+            if self.slots is not None:
+                self.concurrency.cap(self.slots)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> ModelLimiter:

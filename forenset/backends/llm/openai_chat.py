@@ -7,6 +7,7 @@ import base64
 import json
 import logging
 import re
+import time
 from typing import Any
 
 import openai
@@ -14,6 +15,7 @@ import openai
 from forenset.backends import apiloop
 from forenset.backends.llm.base import RawReply, Turns, image_mime
 from forenset.backends.llm.jsonout import json_schema_for
+from forenset.backends.llm.secrets import api_key
 from forenset.backends.llm.types import OUTPUT_MODES, ChatRequest, LLMCallError, ModelSpec
 from forenset.backends.retry import error_from_status, openai_errors
 
@@ -103,6 +105,48 @@ def reply_from_completion(obj: Any, headers: dict[str, str]) -> RawReply:
     )
 
 
+# a generation that outlived one timeout may need a few more: what we would send meanwhile
+# only queues behind it, so wait that long for it (a hung server then fails the retries)
+IDLE_WAIT = 4
+LLAMACPP_PYTHON_TITLE = "llama.cpp Python API"  # llama-cpp-python's FastAPI app title
+
+
+async def server_slots(spec: ModelSpec, timeout_s: float = 5.0) -> tuple[int | None, bool]:
+    """How many requests a self-hosted server generates at once, when it says so: llama.cpp's
+    own server reports ``total_slots`` at GET /props; llama-cpp-python's server (its OpenAPI
+    title) serves one request at a time. None when the server says neither (vLLM, SGLang,
+    Ollama, a provider) or cannot be asked: the configured concurrency then stands. The flag
+    says the server finishes a generation its client gave up on (llama-cpp-python does, for
+    non-streamed requests; measured: tests/realmodels).
+
+    Why: a serial server queues what it cannot generate yet, so a client that sends more
+    than its slots only makes the queued requests wait out their timeouts and be abandoned.
+    Neither endpoint takes the server's generation slot, so the probe never waits on it."""
+    if not spec.base_url:
+        return None, False
+    import httpx
+
+    root = spec.base_url.rstrip("/").removesuffix("/v1")
+    key = api_key(spec.api_key_env)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx.AsyncClient(timeout=timeout_s, headers=headers) as client:
+        for path in ("/props", "/openapi.json"):
+            try:
+                resp = await client.get(f"{root}{path}")
+                obj = resp.json() if resp.status_code == 200 else None
+            except (httpx.HTTPError, ValueError):
+                continue
+            if not isinstance(obj, dict):
+                continue
+            slots = obj.get("total_slots")
+            if path == "/props" and isinstance(slots, int) and slots >= 1:
+                return slots, False
+            title = str((obj.get("info") or {}).get("title", ""))
+            if path == "/openapi.json" and LLAMACPP_PYTHON_TITLE in title:
+                return 1, True
+    return None, False
+
+
 class OpenAIChat:
     """Chat completions through the process's shared AsyncOpenAI clients (SDK retries off).
 
@@ -117,19 +161,53 @@ class OpenAIChat:
     def __init__(self) -> None:
         self.modes: dict[tuple[str, str], str] = {}  # (base_url, model) -> confirmed mode
         self.locks: dict[tuple[str, str], asyncio.Lock] = {}
+        # base_urls of servers that finish a generation whose client left (llama-cpp-python)
+        self.finishes_abandoned: set[str] = set()
 
     def client(self, spec: ModelSpec) -> openai.AsyncOpenAI:
         return apiloop.openai_client(spec)
+
+    async def slots(self, spec: ModelSpec) -> int | None:
+        """The server's generation slots when it reports them (``server_slots``)."""
+        slots, finishes = await server_slots(spec)
+        if finishes and spec.base_url:
+            self.finishes_abandoned.add(spec.base_url)
+        else:  # a port reused by another server
+            self.finishes_abandoned.discard(spec.base_url or "")
+        return slots
+
+    async def wait_idle(self, spec: ModelSpec) -> None:
+        """Wait (at most ``IDLE_WAIT`` x ``timeout_s``) until a serial llama-cpp-python server has finished
+        the generation our timed-out request left behind: its GET /v1/models takes the same
+        model lock as a generation, so it answers once the server is idle. Called while the
+        timed-out request still holds its limiter slot, so no request of ours queues behind
+        abandoned work (its timeout would then count that work too)."""
+        import httpx
+
+        assert spec.base_url is not None
+        t0 = time.monotonic()
+        try:
+            async with httpx.AsyncClient(timeout=IDLE_WAIT * spec.timeout_s) as client:
+                await client.get(f"{spec.base_url.rstrip('/')}/models")
+        except httpx.HTTPError as exc:
+            log.warning("%s: server still busy after a timeout (%s)", spec.label, exc)
+            return
+        log.info("%s: waited %.1fs for an abandoned generation", spec.label, time.monotonic() - t0)
 
     async def send(self, spec: ModelSpec, req: ChatRequest, extra: Turns, mode: str) -> RawReply:
         body = build_body(spec, req, extra, mode)
         params = {k: body.pop(k) for k in list(spec.params)}
         client = self.client(spec)
-        with openai_errors(spec.timeout_s):
-            raw = await client.chat.completions.with_raw_response.create(
-                **body, extra_body=params or None
-            )
-            obj = raw.parse()
+        try:
+            with openai_errors(spec.timeout_s):
+                raw = await client.chat.completions.with_raw_response.create(
+                    **body, extra_body=params or None
+                )
+                obj = raw.parse()
+        except LLMCallError as exc:
+            if exc.reason.startswith("timeout") and spec.base_url in self.finishes_abandoned:
+                await self.wait_idle(spec)
+            raise
         reply = reply_from_completion(obj, dict(raw.headers))
         reply.output_mode = mode if req.response_model is not None else None
         return reply

@@ -137,6 +137,9 @@ class ModelSpec(BaseModel):
     )  # requests / minute (None: unlimited until headers say)
     tpm: float | None = operational(None, gt=0)  # tokens / minute
     max_concurrency: int = operational(16, ge=1)
+    # ask a self-hosted server (base_url) how many requests it generates at once, and send
+    # no more: llama.cpp's /props total_slots; llama-cpp-python's server: one
+    detect_slots: bool = operational(True)
     price_in_per_mtok: float = operational(0.0, ge=0)  # USD per 1M input tokens
     price_out_per_mtok: float = operational(0.0, ge=0)
     timeout_s: float = operational(60.0, gt=0)

@@ -33,6 +33,7 @@ import torch
 
 from forenset.benchmarks.common.scorers.encoders import (
     LocalModelScorer,
+    encode_batches,
     max_tokens,
     transformers_names,
 )
@@ -73,7 +74,8 @@ class BertScorer(LocalModelScorer):
     """BERTScore over a local encoder; ``model_path=None`` yields null scores with the reason.
 
     ``layer`` indexes ``hidden_states`` (0 = embeddings; default: the last layer; bert-score's
-    ``num_layers``). ``batch_size`` texts are embedded per forward pass.
+    ``num_layers``). At most ``batch_size`` texts go in one forward pass (fewer long ones:
+    ``length_batches``).
     """
 
     what = "BERTScore"
@@ -101,34 +103,30 @@ class BertScorer(LocalModelScorer):
         return model
 
     def embed(self, texts: Sequence[str]) -> list[_Embedded]:
-        """Unit token vectors of each text (specials included), ``batch_size`` texts a pass."""
+        """Unit token vectors of each text (specials included): each text tokenized once,
+        forward passes over length-grouped batches (``length_batches``)."""
         self._load()
         tok, model = self._tok, self._model
-        limit = max_tokens(tok, model)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
         out: list[_Embedded | None] = [None] * len(texts)
+        if not texts:
+            return []
+        batches = encode_batches(tok, texts, max_tokens(tok, model), self.batch_size, special=True)
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start : start + self.batch_size]
-                enc = tok(
-                    [texts[i].strip() for i in idx],
-                    padding=True,
-                    truncation=True,
-                    max_length=limit,
-                    return_tensors="pt",
-                    return_special_tokens_mask=True,
-                )
-                special = enc.pop("special_tokens_mask").bool()
-                ids, mask = enc["input_ids"], enc["attention_mask"].bool()
+            for idx, enc, special in batches:
+                assert special is not None
+                mask = enc["attention_mask"].bool()
+                ids = enc["input_ids"]
                 enc = {k: v.to(self.device) for k, v in enc.items()}
-                hidden = model(**enc, output_hidden_states=True).hidden_states
-                h = hidden[-1 if self.layer is None else self.layer].float()
-                h = torch.nn.functional.normalize(h, dim=-1).cpu()
+                if self.layer is None:
+                    h = model(**enc).last_hidden_state
+                else:
+                    h = model(**enc, output_hidden_states=True).hidden_states[self.layer]
+                h = torch.nn.functional.normalize(h.float(), dim=-1).cpu()
                 for row, i in enumerate(idx):
                     keep = mask[row]
                     out[i] = _Embedded(
                         ids=ids[row][keep].tolist(),
-                        special=special[row][keep].tolist(),
+                        special=[bool(x) for x in special[row]],
                         vectors=h[row][keep],
                     )
         return out  # type: ignore[return-value]

@@ -8,6 +8,7 @@ and a path pins exactly which weights computed a number). A path that is not a f
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -15,7 +16,18 @@ from typing import Any, ClassVar
 from forenset.errors import ConfigurationError
 from forenset.runtime import HF_LOCK, transformers_names
 
-__all__ = ["LocalModelScorer", "SentenceConfig", "max_tokens", "transformers_names"]
+__all__ = [
+    "LocalModelScorer",
+    "SentenceConfig",
+    "encode_batches",
+    "length_batches",
+    "max_tokens",
+    "transformers_names",
+]
+
+# padded tokens per forward pass, per text of ``batch_size``: a batch of short texts is full
+# at ``batch_size`` texts, a batch of long ones at fewer (see length_batches)
+TOKENS_PER_TEXT = 64
 
 
 def local_model_dir(path: str | Path, what: str) -> Path:
@@ -77,6 +89,50 @@ def max_tokens(tokenizer: Any, model: Any) -> int:
         offset = 2 if getattr(model.config, "model_type", "") in {"roberta", "xlm-roberta"} else 0
         limit = min(limit, pos - offset)
     return max(limit, 2)
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices of texts grouped for forward passes: sorted by token count, each batch at most
+    ``batch_size`` texts and at most ``batch_size * TOKENS_PER_TEXT`` padded tokens (a text
+    longer than that goes alone).
+
+    Why: a batch is padded to its longest text, and an encoder's cost is its padded tokens.
+    Fixed-size batches of length-sorted texts (bert-score, sentence-transformers) still pad
+    every short text of the batch that holds the few long ones to their length: with a
+    tenth of the replies near 400 tokens and the rest near 30, that batch alone costs more
+    than all the others."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    budget = batch_size * TOKENS_PER_TEXT
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:  # ascending: the newcomer is the batch's longest
+        if cur and (len(cur) >= batch_size or (len(cur) + 1) * lengths[i] > budget):
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def encode_batches(
+    tokenizer: Any, texts: Sequence[str], limit: int, batch_size: int, *, special: bool = False
+) -> Iterator[tuple[list[int], dict[str, Any], list[list[int]] | None]]:
+    """(indices, padded tensors, special-token masks) per forward pass: every text is
+    tokenized once (truncated at ``limit``), then batched by length and padded per batch."""
+    enc = tokenizer(
+        [t.strip() for t in texts],
+        truncation=True,
+        max_length=limit,
+        return_special_tokens_mask=special,
+    )
+    ids = enc["input_ids"]
+    masks = enc.pop("special_tokens_mask", None) if special else None
+    keys = [k for k in enc.keys() if k != "special_tokens_mask"]
+    for idx in length_batches([len(x) for x in ids], batch_size):
+        rows = {k: [enc[k][i] for i in idx] for k in keys}
+        padded = tokenizer.pad(rows, return_tensors="pt")
+        yield idx, dict(padded), ([masks[i] for i in idx] if masks is not None else None)
 
 
 POOLINGS = ("mean", "cls", "max", "mean_sqrt_len")

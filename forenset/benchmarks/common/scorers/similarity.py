@@ -21,6 +21,7 @@ import torch
 from forenset.benchmarks.common.scorers.encoders import (
     LocalModelScorer,
     SentenceConfig,
+    encode_batches,
     max_tokens,
     transformers_names,
 )
@@ -48,23 +49,19 @@ class SentenceSimilarityScorer(LocalModelScorer):
         return min(limit, seq) if seq else limit
 
     def embed(self, texts: Sequence[str]) -> torch.Tensor:
-        """Unit sentence vectors, one row per text, ``batch_size`` texts per pass."""
+        """Unit sentence vectors, one row per text: each text tokenized once, forward passes
+        over length-grouped batches (``length_batches``)."""
         self._load()
-        limit = self.max_length()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
+        if not texts:
+            return torch.zeros(0, 0)
         out = torch.zeros(len(texts), int(self._model.config.hidden_size))
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start : start + self.batch_size]
-                batch = [texts[i].strip() for i in idx]
-                enc = self._tok(
-                    batch, padding=True, truncation=True, max_length=limit, return_tensors="pt"
-                )
+            for idx, enc, _ in encode_batches(self._tok, texts, self.max_length(), self.batch_size):
                 enc = {k: v.to(self.device) for k, v in enc.items()}
                 h = self._model(**enc).last_hidden_state.float()
                 pooled = self.sentence.pool(h, enc["attention_mask"])
                 out[idx] = torch.nn.functional.normalize(pooled, dim=-1).cpu()
-        return out if len(texts) else torch.zeros(0, 0)
+        return out
 
     def score(self, predictions: Sequence[str], references: Sequence[str]) -> list[Score]:
         """Cosine similarity per (prediction, reference) pair."""
@@ -78,8 +75,12 @@ class SentenceSimilarityScorer(LocalModelScorer):
         )
         if not live:
             return list(out)
-        a = self.embed([predictions[i] for i in live])
-        b = self.embed([references[i] for i in live])
+        # one pass per distinct text (a reference shared by many predictions: once)
+        unique = list(dict.fromkeys(t for i in live for t in (predictions[i], references[i])))
+        row = {t: j for j, t in enumerate(unique)}
+        vecs = self.embed(unique)
+        a = vecs[[row[predictions[i]] for i in live]]
+        b = vecs[[row[references[i]] for i in live]]
         cos = (a * b).sum(-1).clamp(-1.0, 1.0)
         out = list(out)
         for j, i in enumerate(live):
