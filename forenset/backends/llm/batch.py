@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import openai
 from google.genai import errors as genai_errors
@@ -30,9 +30,8 @@ from forenset.backends.llm.secrets import redact
 from forenset.backends.llm.types import ChatResult, LLMCallError, LLMSettings, ModelSpec
 from forenset.backends.retry import error_from_status
 
-# The engine's types, named loosely: the engine imports this module (lazily, for batch mode),
-# so importing it back here, even for annotations, would close a cycle.
-Engine = StageState = _Item = Any
+if TYPE_CHECKING:  # the engine imports this module (lazily, for batch mode): types only here
+    from forenset.backends.llm.engine import Engine, StageState, _Item
 
 ENDPOINT = "/v1/chat/completions"
 BATCH_BACKENDS = ("openai", "gemini")
@@ -62,7 +61,7 @@ class Polled:
 class _OpenAIJobs:
     def __init__(self, eng: Engine, spec: ModelSpec) -> None:
         self.spec = spec
-        self.client = eng.backends["openai"].client(spec)  # type: ignore[attr-defined]
+        self.client = eng.backends["openai"].client(spec)
 
     async def submit(self, group: str, items: dict[str, _Item]) -> tuple[str, str]:
         lines = [
@@ -127,7 +126,7 @@ class _OpenAIJobs:
 class _GeminiJobs:
     def __init__(self, eng: Engine, spec: ModelSpec) -> None:
         self.spec = spec
-        self.client = eng.backends["gemini"].client(spec)  # type: ignore[attr-defined]
+        self.client = eng.backends["gemini"].client(spec)
 
     async def submit(self, group: str, items: dict[str, _Item]) -> tuple[str, str]:
         src = [

@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from forenset.backends import apiloop
 from forenset.backends.llm.base import RawReply, Turns
@@ -205,7 +205,7 @@ class Engine:
         self,
         item: _Item,
         *,
-        status: str,
+        status: Literal["ok", "error"],
         text: str = "",
         parsed: Any = None,
         error: str | None = None,
@@ -218,7 +218,7 @@ class Engine:
             item_id=r.item_id,
             status=status,
             parsed=parsed,
-            text=text,  # type: ignore[arg-type]
+            text=text,
             error=redact(error) if error else None,
             retryable=retryable,
             backend=item.spec.backend,
@@ -444,7 +444,7 @@ class Engine:
                     "%s cut item %s at max_tokens; again with %d", spec.label, req.item_id, room
                 )
                 continue
-            if not cut and repairs_used < settings.repair_retries:
+            if not cut and perr is not None and repairs_used < settings.repair_retries:
                 repairs_used += 1
                 extra = [*extra, ("assistant", raw.text), ("user", repair_message(perr))]
                 continue
