@@ -366,3 +366,39 @@ def test_reals_without_any_category_form_an_uncategorised_d_real(tmp_path):
     assert d_real[-1] == {"sample_id": None, "uncategorised": 30, "uncategorised_drawn": 24}
     again = assemble(store, per_category=3, seed=1)["D_real"]
     assert {r["sample_id"] for r in drawn} <= {r["sample_id"] for r in again if r.get("sample_id")}
+
+
+def test_reals_get_their_category_from_caption_words(tmp_path):
+    """A real whose caption names a category's content (two or more of its specific words) is
+    drawn in that category, the method and words recorded; a caption of colours and textures
+    only, or one shared word, stays uncategorised (no guess)."""
+    store = RunStore(str(tmp_path / "run"))
+    blob = store.put_blob(encode_png(np.full((8, 8, 3), 90, np.uint8)))
+    captions = {
+        "i0": "A bus overturned on a motorway after a collision, police tape around it.",
+        "i1": "A till receipt from a supermarket lying on a kitchen table.",
+        "i2": "A dark square colour photograph with smooth areas, lighter at the bottom.",
+        "i3": "A red bus parked in the sun.",  # one specific word: chance, not a category
+    }
+    reals = [
+        {"sample_id": f"r{i}", "label": "real", "image_id": f"i{i}", "blob": blob, "status": "ok"}
+        for i in range(4)
+    ]
+    _put(store, "splits", splits.SCHEMA, reals)
+    _put(
+        store,
+        "sources",
+        sources.SCHEMA,
+        [
+            {"image_id": iid, "uri": f"/photos/{iid}.png", "caption": c, "status": "ok"}
+            for iid, c in captions.items()
+        ],
+    )
+    d_real = assemble(store, per_category=5, seed=1)["D_real"]
+    drawn = {r["image_id"]: r for r in d_real if r.get("sample_id")}
+    assert {k: (r["category"], r["category_method"]) for k, r in drawn.items()} == {
+        "i0": ("P3", "caption-match"),
+        "i1": ("I2", "caption-match"),
+    }
+    assert {"bus", "collision", "motorway"} <= set(drawn["i0"]["category_words"].split(", "))
+    assert d_real[-1] == {"sample_id": None, "uncategorised": 2}
