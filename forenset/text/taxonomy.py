@@ -218,24 +218,24 @@ def sample_scenarios(category: Category, rng: np.random.Generator, n: int) -> li
 
 # -- a real image's category from its words (SafeIMG's D_real is drawn per category) ------------
 
-_WORD = re.compile(r"[a-z]{3,}")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
 def _stem(word: str) -> str:
-    """Plural and simple verb endings off, so "bridges" meets "bridge" and "flooding" "flood"."""
-    for end in ("ing", "ed", "es", "s"):
+    """Simple verb endings off, so "flooded" and "flooding" meet "flood"."""
+    for end in ("ing", "ed"):
         if word.endswith(end) and len(word) - len(end) >= 4:
             return word[: -len(end)]
     return word
 
 
 def words(text: str) -> set[str]:
-    """Content words of a caption or file name (CamelCase and _ split, English stop words off)."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    """Content words of a caption or file name: the lexicon's content lemmas (stop words,
+    colours, sides and sizes dropped), CamelCase and _ split, verb endings off."""
+    from forenset.text.lexicon import content_lemmas
 
-    text = _CAMEL.sub(" ", text.replace("_", " ").replace("-", " ")).lower()
-    return {_stem(w) for w in _WORD.findall(text) if w not in ENGLISH_STOP_WORDS}
+    text = _CAMEL.sub(" ", text.replace("_", " ").replace("-", " "))
+    return {_stem(w) for w in content_lemmas(text) if len(w) >= 3 and w.isalpha()}
 
 
 @lru_cache(maxsize=4)
@@ -263,8 +263,8 @@ def match_category(
     categories tie.
 
     Only words of at most a quarter of the categories count, so words many scenes share
-    ("photograph", "street", "black") decide nothing, and one shared word is chance: no match
-    is an honest "uncategorised", never a guess."""
+    ("street", "road") decide nothing, and one shared word is chance: no match is an honest
+    "uncategorised", never a guess."""
     terms, weight = _category_terms(str(path or TAXONOMY_PATH))
     specific = np.log(4.0)
     mine = words(text)
