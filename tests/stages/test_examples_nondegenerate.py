@@ -8,6 +8,11 @@ the download). A build fails the test when a table it feeds is degenerate: an ev
 without reals or fakes, a size not reached, a robustness group with one class, an empty SafeIMG
 D_real, text-to-image fakes left unexplained, FakeBench short of its items, a forensic reward
 policy below the constant one. ``problems`` is the check; it holds for the full examples too.
+
+Examples whose scaled configs agree on everything but their benchmark sections (eval and
+fakebench: the same photos, edits, splits) share one build with both sections on: a section
+only adds its own downstream stages, so each example's tables are the ones its own build
+would give, at one build's cost.
 """
 
 from __future__ import annotations
@@ -90,7 +95,11 @@ def scaled(name: str, tiles_csv: str, run_dir: Path) -> tuple[dict[str, Any], st
     doc["run_dir"] = str(run_dir)
     if "instructions" in doc:  # one edit per photo and generator: the bulk of the build
         doc["instructions"].update(min_edits=1, max_edits=1)
-    if "scenarios" in doc:
+    t2i = any(g.get("t2i_size") for g in doc.get("generators", []))
+    if "scenarios" in doc and not t2i:  # safety prompts that no generator renders: no table
+        doc.pop("scenarios")
+        doc.pop("prompts", None)
+    elif "scenarios" in doc:
         doc["scenarios"]["per_category"] = 2
     for g in doc.get("generators", []):
         if g.get("t2i_size"):
@@ -179,9 +188,42 @@ def test_every_benchmark_example_is_checked():
     } == BENCHMARKS
 
 
+def upstream(doc: dict[str, Any]) -> str:
+    """A scaled config without its benchmark sections and run_dir: what decides the images."""
+    keys = {"evaluation", "fakebench", "reward", "run_dir"}
+    return yaml.safe_dump({k: v for k, v in doc.items() if k not in keys}, sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def builds(tiles, tmp_path_factory) -> dict[str, Any]:
+    """One build per distinct upstream, every example of it with its section on (lazy)."""
+    made: dict[str, Any] = {}
+    docs = {n: scaled(n, tiles, Path("unused")) for n in shipped()}
+
+    def build(name: str) -> tuple[RunStore, dict[str, Any], str]:
+        doc, bench = docs[name]
+        key = upstream(doc)
+        if key not in made:
+            union = {k: v for k, v in doc.items()}
+            for other, (d, _) in docs.items():
+                if other != name and upstream(d) == key:
+                    union |= {k: d[k] for k in ("evaluation", "fakebench", "reward") if k in d}
+            union["run_dir"] = str(tmp_path_factory.mktemp("run") / "run")
+            store, stats, _ = run_local(validate_config(union))
+            assert not [s for s, st in stats.items() if st.failed], stats
+            made[key] = store
+        return made[key], doc, bench
+
+    return {"build": build, "docs": docs}
+
+
+def test_eval_and_fakebench_share_one_build(tiles):
+    """The sharing above is real: their scaled configs differ only in benchmark sections."""
+    a, b = (scaled(n, tiles, Path("unused"))[0] for n in ("eval", "fakebench"))
+    assert upstream(a) == upstream(b)
+
+
 @pytest.mark.parametrize("name", shipped())
-def test_example_tables_are_not_degenerate(name, tiles, tmp_path):
-    doc, bench = scaled(name, tiles, tmp_path / "run")
-    store, stats, _ = run_local(validate_config(doc))
-    assert not [s for s, st in stats.items() if st.failed], stats
+def test_example_tables_are_not_degenerate(name, builds):
+    store, doc, bench = builds["build"](name)
     assert problems(store, doc, bench) == []
