@@ -180,8 +180,10 @@ def test_assembly_builds_the_papers_sets(run):
         "g5": "triaged ann but no region annotated (K = 0, eq. 10)",
     }
     reals = [r for r in t["D_real"] if r.get("sample_id")]
-    assert sorted((r["category"]) for r in reals) == ["I2", "P3"]  # 1 per category drawn
-    assert t["D_real"][-1] == {"sample_id": None, "uncategorised": 1}
+    # 1 per category drawn, then the uncategorised real
+    assert [r["category"] for r in reals] == ["P3", "I2", None]
+    # the uncategorised real fills what the categories leave of 1 x 12
+    assert t["D_real"][-1] == {"sample_id": None, "uncategorised": 1, "uncategorised_drawn": 1}
 
 
 def test_scores_from_detections_hand_computed(run, tmp_path):
@@ -399,6 +401,8 @@ def test_reals_get_their_category_from_caption_words(tmp_path):
     assert {k: (r["category"], r["category_method"]) for k, r in drawn.items()} == {
         "i0": ("P3", "caption-match"),
         "i1": ("I2", "caption-match"),
+        "i2": (None, None),  # uncategorised, filling the draw's size
+        "i3": (None, None),
     }
     assert {"bus", "collision", "motorway"} <= set(drawn["i0"]["category_words"].split(", "))
-    assert d_real[-1] == {"sample_id": None, "uncategorised": 2}
+    assert d_real[-1] == {"sample_id": None, "uncategorised": 2, "uncategorised_drawn": 2}

@@ -12,8 +12,8 @@ and D_real from a run's tables and annotations, and score the run's detections o
   equal to a category id (``P3``) or name; or matched from its caption and file name against
   the taxonomy's content vocabulary (``taxonomy.match_category``: two or more category-specific
   words). Each row records ``category_method`` (mapping / path / caption-match) and the words
-  matched. When no real has a category, D_real is an uncategorised draw of the same total size
-  (real accuracy overall only).
+  matched. Reals without a category fill what the categories leave of per_category x 12
+  (scored as "uncategorised" and in Overall).
 * Scores read the ``detections`` table (the evaluation family's detectors: no second detector
   here): Table 2 rates per detector × track on D_SafeIMG, D_ann and D_hard, real accuracy on
   D_real, rates per propagation level, and on D_ann the Table 3 alignment, hit rate per label
@@ -163,8 +163,8 @@ def draw_reals(
     mapping: Path | None = None,
 ) -> list[dict[str, Any]]:
     """D_real: up to ``per_category`` real samples per category, seeded rank (stable under
-    additions); reals with no category are left out (``uncategorised`` in the summary), unless
-    no real has one: then up to ``per_category`` × categories of them, uncategorised."""
+    additions), then reals with no category up to ``per_category`` × categories in all
+    (``uncategorised`` / ``uncategorised_drawn`` in the summary row)."""
     if not store.manifest("splits"):
         return []
     con = _con(store, ["splits", "sources"])
@@ -208,17 +208,15 @@ def draw_reals(
     for cat in cats:
         out += ranked(pools.get(cat, []))[:per_category]
     unc = pools.get("", [])
-    if unc and not out:
-        # No real carries a category (photos from a folder or CSV without one): D_real is an
-        # uncategorised draw of the paper's size, scored overall only, instead of no D_real
-        # (and no real-image accuracy) at all. Categorised reals keep the per-category draw.
-        drawn = ranked(unc)[: per_category * len(cats)]
+    if unc:
+        # Reals without a category fill what the categories leave of the paper's size
+        # (per_category x categories), scored as "uncategorised" and in Overall: a few
+        # categorised reals must not shrink D_real (and real-image accuracy) to those few.
+        drawn = ranked(unc)[: max(0, per_category * len(cats) - len(out))]
         out += drawn
         out.append(
             {"sample_id": None, "uncategorised": len(unc), "uncategorised_drawn": len(drawn)}
         )
-    elif unc:
-        out.append({"sample_id": None, "uncategorised": len(unc)})
     return out
 
 
