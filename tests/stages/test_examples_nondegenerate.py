@@ -7,7 +7,7 @@ the bundled photos (what ``scripts/fetch_real_photos.sh`` makes of Debian's wall
 the download). A build fails the test when a table it feeds is degenerate: an evaluation set
 without reals or fakes, a size not reached, a robustness group with one class, an empty SafeIMG
 D_real, text-to-image fakes left unexplained, FakeBench short of its items, a forensic reward
-policy below the constant one. ``problems`` is the check; it holds for the full examples too.
+policy not above the constant one. ``problems`` is the check; it holds for the full examples too.
 
 Examples whose scaled configs agree on everything but their benchmark sections (eval and
 fakebench: the same photos, edits, splits) share one build with both sections on: a section
@@ -17,6 +17,7 @@ would give, at one build's cost.
 
 from __future__ import annotations
 
+import copy
 import csv
 from collections import Counter
 from pathlib import Path
@@ -36,8 +37,8 @@ pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FETCHED = "data/real-photos/photos.csv"  # where scripts/fetch_real_photos.sh writes its listing
 BENCHMARKS = {"evaluation", "safeimg", "fakebench", "reward"}
-# the scaled-down sizes (the examples ask 40 + 34, 40 + 40, 100 with ~264 photos; here ~50)
-SCALED = {"evaluation": {"fakes": 6, "reals": 5}, "fakebench": {"fakes": 6, "reals": 6}}
+# the scaled-down sizes (the examples ask 40 + 34, 40 + 40, 100 with ~264 photos; here 30)
+SCALED = {"evaluation": {"fakes": 3, "reals": 2}, "fakebench": {"fakes": 4, "reals": 3}}
 REWARD_IMAGES = 10
 
 
@@ -64,14 +65,15 @@ def shipped() -> list[str]:
 
 @pytest.fixture(scope="module")
 def tiles(tmp_path_factory) -> str:
-    """Quadrant tiles of the bundled photos, listed like the fetch script's CSV."""
+    """The two upper quadrant tiles of each bundled photo, listed like the fetch script's CSV
+    (20 tiles + the 10 photos: every check's sizes are reached, at the fewest photos)."""
     out = tmp_path_factory.mktemp("real-photos")
     (out / "tiles").mkdir()
     listing = []
     for s in sample_manifest():
         img = decode_rgb(load_sample_bytes(s["loader"]))
         h, w = img.shape[0] // 2, img.shape[1] // 2
-        for j in range(2):
+        for j in range(1):
             for i in range(2):
                 name = f"tiles/{s['name']}--{j}-{i}.png"
                 (out / name).write_bytes(encode_png(img[j * h : (j + 1) * h, i * w : (i + 1) * w]))
@@ -176,8 +178,10 @@ def problems(store: RunStore, doc: dict[str, Any], bench: str) -> list[str]:
         forensic = [p["name"] for p in doc["reward"]["policies"] if p.get("kind") == "detector"]
         floor = max((acc.get(c) or 0.0) for c in consts) if consts else 0.0
         for p in forensic:
-            if acc.get(p) is None or acc[p] < floor:
-                out.append(f"reward policy {p}: accuracy {acc.get(p)} below the constant {floor}")
+            if acc.get(p) is None or acc[p] <= floor:
+                out.append(
+                    f"reward policy {p}: accuracy {acc.get(p)}, not above the constant {floor}"
+                )
     return out
 
 
@@ -227,3 +231,13 @@ def test_eval_and_fakebench_share_one_build(tiles):
 def test_example_tables_are_not_degenerate(name, builds):
     store, doc, bench = builds["build"](name)
     assert problems(store, doc, bench) == []
+
+
+@pytest.mark.parametrize("name", ["eval", "reward"])
+def test_the_check_fails_on_a_size_not_reached(name, builds):
+    """Asked one more than the build made, the same tables are reported short."""
+    store, doc, bench = builds["build"](name)
+    more = copy.deepcopy(doc)
+    more[bench]["reals" if bench == "evaluation" else "images"] += 1
+    found = problems(store, more, bench)
+    assert found and all("asked" in p for p in found), found
