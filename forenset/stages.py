@@ -11,6 +11,7 @@ is placed after the stages it reads.
 from __future__ import annotations
 
 import importlib
+import sys
 from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
@@ -61,14 +62,27 @@ class RegistryError(ForensetError, RuntimeError):
     """The stage registry is inconsistent (a cycle, an unknown input, a clashing plugin)."""
 
 
+_SCAN: tuple[tuple[str, ...], dict[str, str]] | None = None
+
+
 def _plugins() -> dict[str, str]:
-    """``forenset.stages`` entry points of installed distributions: name -> "module:Class"."""
-    found: dict[str, str] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in BUILTIN:
-            raise RegistryError(f"plugin stage '{ep.name}' ({ep.value}) clashes with a built-in")
-        found[ep.name] = ep.value
-    return found
+    """``forenset.stages`` entry points of installed distributions: name -> "module:Class".
+
+    Scanned once per ``sys.path`` (a plugin added to the path is found; the llm registry does
+    the same): every ``stage_class`` call reads it, and a scan of all distributions' metadata
+    took ~65 ms, about half of a small build's time (measured: 29 s of 62 s, 449 scans)."""
+    global _SCAN
+    key = tuple(sys.path)
+    if _SCAN is None or _SCAN[0] != key:
+        found: dict[str, str] = {}
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in BUILTIN:
+                raise RegistryError(
+                    f"plugin stage '{ep.name}' ({ep.value}) clashes with a built-in"
+                )
+            found[ep.name] = ep.value
+        _SCAN = (key, found)
+    return dict(_SCAN[1])
 
 
 def targets() -> dict[str, str]:

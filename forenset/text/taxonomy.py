@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -213,3 +214,68 @@ def sample_scenarios(category: Category, rng: np.random.Generator, n: int) -> li
             detail = details[int(rng.integers(len(details)))].text
             out.append(make_scenario(category, e, m, detail))
     return out
+
+
+# -- a real image's category from its words (SafeIMG's D_real is drawn per category) ------------
+
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def _stem(word: str) -> str:
+    """Simple verb endings off, so "flooded" and "flooding" meet "flood"."""
+    for end in ("ing", "ed"):
+        if word.endswith(end) and len(word) - len(end) >= 4:
+            return word[: -len(end)]
+    return word
+
+
+def words(text: str) -> set[str]:
+    """Content words of a caption or file name: the lexicon's content lemmas (stop words,
+    colours, sides and sizes dropped), CamelCase and _ split, verb endings off."""
+    from forenset.text.lexicon import content_lemmas
+
+    text = _CAMEL.sub(" ", text.replace("_", " ").replace("-", " "))
+    return {_stem(w) for w in content_lemmas(text) if len(w) >= 3 and w.isalpha()}
+
+
+@lru_cache(maxsize=4)
+def _category_terms(path: str) -> tuple[dict[str, set[str]], dict[str, float]]:
+    """Each category's vocabulary and each word's weight log(C / df): a word of one category
+    weighs most. The vocabulary is what the category is about (its name and content items:
+    "urban road flooding", "a till receipt"), not the slots' people, places and details,
+    whose colours, sides and textures any photograph's caption shares by chance."""
+    terms: dict[str, set[str]] = {}
+    for c in load_taxonomy(path):
+        texts = [c.name] + [i.text for i in c.contents]
+        terms[c.id] = set().union(*(words(t) for t in texts))
+    df: dict[str, int] = {}
+    for ws in terms.values():
+        for w in ws:
+            df[w] = df.get(w, 0) + 1
+    return terms, {w: float(np.log(len(terms) / n)) for w, n in df.items()}
+
+
+def match_category(
+    text: str, path: str | Path | None = None, min_words: int = 2
+) -> tuple[str | None, list[str]]:
+    """The category whose vocabulary shares the most weight with ``text``'s words, and the
+    shared words; (None, []) when fewer than ``min_words`` specific words are shared or two
+    categories tie.
+
+    Only words of at most a quarter of the categories count, so words many scenes share
+    ("street", "road") decide nothing, and one shared word is chance: no match is an honest
+    "uncategorised", never a guess."""
+    terms, weight = _category_terms(str(path or TAXONOMY_PATH))
+    specific = np.log(4.0)
+    mine = words(text)
+    scored = sorted(
+        (
+            (round(sum(weight[w] for w in shared), 9), cid, sorted(shared))
+            for cid, ws in terms.items()
+            if len(shared := {w for w in mine & ws if weight[w] >= specific}) >= min_words
+        ),
+        key=lambda t: (-t[0], t[1]),
+    )
+    if not scored or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None, []
+    return scored[0][1], scored[0][2]

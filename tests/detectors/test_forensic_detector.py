@@ -61,6 +61,27 @@ def test_shuffled_labels_score_at_chance(data):
     assert acc < HELD_OUT_MIN, acc
 
 
+def test_training_is_class_balanced(data):
+    """Trained on 1 real per 5 fakes (an edit split's ratio), each class still weighs half of
+    the loss. For the logistic regression (unpenalised intercept) that pins the class means of
+    the training fit: mean P(fake) over the reals + over the fakes = 1, where the unweighted fit
+    pins the pooled mean to the fake share instead (it learns the prior)."""
+    _, X, labels, test = data
+    train = ~test & ((labels == "fake") | (np.cumsum(labels == "real") % 5 == 0))
+    y = labels[train]
+    assert (y == "fake").sum() >= 4 * (y == "real").sum() > 0
+
+    det = ForensicDetector("logreg").fit_features(X[train], list(y))
+    assert det.sidecar()["class_weight"] == "balanced"
+    p = det.proba_features(X[train])[:, 1]
+    assert p[y == "real"].mean() + p[y == "fake"].mean() == pytest.approx(1, abs=1e-3)
+
+    det.pipeline.set_params(clf__class_weight=None).fit(X[train], (y == "fake").astype(int))
+    p = det.proba_features(X[train])[:, 1]
+    assert p.mean() == pytest.approx((y == "fake").mean(), abs=1e-3)
+    assert p[y == "real"].mean() + p[y == "fake"].mean() > 1.05
+
+
 def test_fit_and_predict_on_images(data):
     samples, _, _, test = data
     train = [s for s, t in zip(samples, test, strict=True) if not t][::3]
@@ -101,7 +122,7 @@ def test_explain_grounds_a_splice_in_its_region(detector):
     assert d.bbox is not None and iou(d.bbox, box) > 0.3, (d.bbox, box)
     assert d.position == "lower right"
     assert d.evidence["noise"] < -2  # smoother than the noisy host: the splice's trace
-    assert d.backend == "offline" and d.model == "forensic-logreg-v1"
+    assert d.backend == "offline" and d.model == "forensic-logreg-v2"
     assert "lower right" in d.reasoning and "sigma" in d.reasoning
     parsed = parse_answer(d.reply)
     assert parsed.answer == d.answer and parsed.reason is None

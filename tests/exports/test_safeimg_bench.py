@@ -180,8 +180,10 @@ def test_assembly_builds_the_papers_sets(run):
         "g5": "triaged ann but no region annotated (K = 0, eq. 10)",
     }
     reals = [r for r in t["D_real"] if r.get("sample_id")]
-    assert sorted((r["category"]) for r in reals) == ["I2", "P3"]  # 1 per category drawn
-    assert t["D_real"][-1] == {"sample_id": None, "uncategorised": 1}
+    # 1 per category drawn, then the uncategorised real
+    assert [r["category"] for r in reals] == ["P3", "I2", None]
+    # the uncategorised real fills what the categories leave of 1 x 12
+    assert t["D_real"][-1] == {"sample_id": None, "uncategorised": 1, "uncategorised_drawn": 1}
 
 
 def test_scores_from_detections_hand_computed(run, tmp_path):
@@ -366,3 +368,41 @@ def test_reals_without_any_category_form_an_uncategorised_d_real(tmp_path):
     assert d_real[-1] == {"sample_id": None, "uncategorised": 30, "uncategorised_drawn": 24}
     again = assemble(store, per_category=3, seed=1)["D_real"]
     assert {r["sample_id"] for r in drawn} <= {r["sample_id"] for r in again if r.get("sample_id")}
+
+
+def test_reals_get_their_category_from_caption_words(tmp_path):
+    """A real whose caption names a category's content (two or more of its specific words) is
+    drawn in that category, the method and words recorded; a caption of colours and textures
+    only, or one shared word, stays uncategorised (no guess)."""
+    store = RunStore(str(tmp_path / "run"))
+    blob = store.put_blob(encode_png(np.full((8, 8, 3), 90, np.uint8)))
+    captions = {
+        "i0": "A bus overturned on a motorway after a collision, police tape around it.",
+        "i1": "A till receipt from a supermarket lying on a kitchen table.",
+        "i2": "A dark square colour photograph with smooth areas, lighter at the bottom.",
+        "i3": "A red bus parked in the sun.",  # one specific word: chance, not a category
+    }
+    reals = [
+        {"sample_id": f"r{i}", "label": "real", "image_id": f"i{i}", "blob": blob, "status": "ok"}
+        for i in range(4)
+    ]
+    _put(store, "splits", splits.SCHEMA, reals)
+    _put(
+        store,
+        "sources",
+        sources.SCHEMA,
+        [
+            {"image_id": iid, "uri": f"/photos/{iid}.png", "caption": c, "status": "ok"}
+            for iid, c in captions.items()
+        ],
+    )
+    d_real = assemble(store, per_category=5, seed=1)["D_real"]
+    drawn = {r["image_id"]: r for r in d_real if r.get("sample_id")}
+    assert {k: (r["category"], r["category_method"]) for k, r in drawn.items()} == {
+        "i0": ("P3", "caption-match"),
+        "i1": ("I2", "caption-match"),
+        "i2": (None, None),  # uncategorised, filling the draw's size
+        "i3": (None, None),
+    }
+    assert {"bus", "collision", "motorway"} <= set(drawn["i0"]["category_words"].split(", "))
+    assert d_real[-1] == {"sample_id": None, "uncategorised": 2, "uncategorised_drawn": 2}

@@ -91,7 +91,7 @@ def test_offline_detector_answers_both_sets_and_tracks(tmp_path, monkeypatch):
     for r in got:
         assert r["status"] == "ok" and r["answer"] in ("real", "fake")
         assert r["label"] == truth[r["eval_item_id"]] and r["detector"] == "forensic"
-        assert r["backend"] == "offline" and r["model"] == "forensic-logreg-v1"
+        assert r["backend"] == "offline" and r["model"] == "forensic-logreg-v2"
         assert 0.0 <= r["fake_probability"] <= 1.0 and r["parse_error"] is None
         parsed = parse_answer(r["reply"])  # the reply reads back in the paper's format
         assert parsed.answer == r["answer"] and parsed.reasoning == r["explanation"]
@@ -115,7 +115,7 @@ def test_rerun_skips_and_a_new_classifier_recomputes_detections_only(tmp_path):
     assert executed["detections"] == 2 and executed["eval_sets"] == 0
     assert executed["splits"] == 0 and not stats["detections"].failures
     again = rows(store, "detections")
-    assert {r["model"] for r in again} == {"forensic-hgb-v1"}
+    assert {r["model"] for r in again} == {"forensic-hgb-v2"}
     assert [r["detection_id"] for r in again] == [r["detection_id"] for r in first]
 
 

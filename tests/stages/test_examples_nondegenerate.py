@@ -7,11 +7,17 @@ the bundled photos (what ``scripts/fetch_real_photos.sh`` makes of Debian's wall
 the download). A build fails the test when a table it feeds is degenerate: an evaluation set
 without reals or fakes, a size not reached, a robustness group with one class, an empty SafeIMG
 D_real, text-to-image fakes left unexplained, FakeBench short of its items, a forensic reward
-policy below the constant one. ``problems`` is the check; it holds for the full examples too.
+policy not above the constant one. ``problems`` is the check; it holds for the full examples too.
+
+Examples whose scaled configs agree on everything but their benchmark sections (eval and
+fakebench: the same photos, edits, splits) share one build with both sections on: a section
+only adds its own downstream stages, so each example's tables are the ones its own build
+would give, at one build's cost.
 """
 
 from __future__ import annotations
 
+import copy
 import csv
 from collections import Counter
 from pathlib import Path
@@ -31,8 +37,8 @@ pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FETCHED = "data/real-photos/photos.csv"  # where scripts/fetch_real_photos.sh writes its listing
 BENCHMARKS = {"evaluation", "safeimg", "fakebench", "reward"}
-# the scaled-down sizes (the examples ask 40 + 34, 40 + 40, 100 with ~264 photos; here ~50)
-SCALED = {"evaluation": {"fakes": 6, "reals": 5}, "fakebench": {"fakes": 6, "reals": 6}}
+# the scaled-down sizes (the examples ask 40 + 34, 40 + 40, 100 with ~264 photos; here 30)
+SCALED = {"evaluation": {"fakes": 3, "reals": 2}, "fakebench": {"fakes": 4, "reals": 3}}
 REWARD_IMAGES = 10
 
 
@@ -59,14 +65,15 @@ def shipped() -> list[str]:
 
 @pytest.fixture(scope="module")
 def tiles(tmp_path_factory) -> str:
-    """Quadrant tiles of the bundled photos, listed like the fetch script's CSV."""
+    """The two upper quadrant tiles of each bundled photo, listed like the fetch script's CSV
+    (20 tiles + the 10 photos: every check's sizes are reached, at the fewest photos)."""
     out = tmp_path_factory.mktemp("real-photos")
     (out / "tiles").mkdir()
     listing = []
     for s in sample_manifest():
         img = decode_rgb(load_sample_bytes(s["loader"]))
         h, w = img.shape[0] // 2, img.shape[1] // 2
-        for j in range(2):
+        for j in range(1):
             for i in range(2):
                 name = f"tiles/{s['name']}--{j}-{i}.png"
                 (out / name).write_bytes(encode_png(img[j * h : (j + 1) * h, i * w : (i + 1) * w]))
@@ -90,7 +97,11 @@ def scaled(name: str, tiles_csv: str, run_dir: Path) -> tuple[dict[str, Any], st
     doc["run_dir"] = str(run_dir)
     if "instructions" in doc:  # one edit per photo and generator: the bulk of the build
         doc["instructions"].update(min_edits=1, max_edits=1)
-    if "scenarios" in doc:
+    t2i = any(g.get("t2i_size") for g in doc.get("generators", []))
+    if "scenarios" in doc and not t2i:  # safety prompts that no generator renders: no table
+        doc.pop("scenarios")
+        doc.pop("prompts", None)
+    elif "scenarios" in doc:
         doc["scenarios"]["per_category"] = 2
     for g in doc.get("generators", []):
         if g.get("t2i_size"):
@@ -167,8 +178,10 @@ def problems(store: RunStore, doc: dict[str, Any], bench: str) -> list[str]:
         forensic = [p["name"] for p in doc["reward"]["policies"] if p.get("kind") == "detector"]
         floor = max((acc.get(c) or 0.0) for c in consts) if consts else 0.0
         for p in forensic:
-            if acc.get(p) is None or acc[p] < floor:
-                out.append(f"reward policy {p}: accuracy {acc.get(p)} below the constant {floor}")
+            if acc.get(p) is None or acc[p] <= floor:
+                out.append(
+                    f"reward policy {p}: accuracy {acc.get(p)}, not above the constant {floor}"
+                )
     return out
 
 
@@ -179,9 +192,52 @@ def test_every_benchmark_example_is_checked():
     } == BENCHMARKS
 
 
+def upstream(doc: dict[str, Any]) -> str:
+    """A scaled config without its benchmark sections and run_dir: what decides the images."""
+    keys = {"evaluation", "fakebench", "reward", "run_dir"}
+    return yaml.safe_dump({k: v for k, v in doc.items() if k not in keys}, sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def builds(tiles, tmp_path_factory) -> dict[str, Any]:
+    """One build per distinct upstream, every example of it with its section on (lazy)."""
+    made: dict[str, Any] = {}
+    docs = {n: scaled(n, tiles, Path("unused")) for n in shipped()}
+
+    def build(name: str) -> tuple[RunStore, dict[str, Any], str]:
+        doc, bench = docs[name]
+        key = upstream(doc)
+        if key not in made:
+            union = {k: v for k, v in doc.items()}
+            for other, (d, _) in docs.items():
+                if other != name and upstream(d) == key:
+                    union |= {k: d[k] for k in ("evaluation", "fakebench", "reward") if k in d}
+            union["run_dir"] = str(tmp_path_factory.mktemp("run") / "run")
+            store, stats, _ = run_local(validate_config(union))
+            assert not [s for s, st in stats.items() if st.failed], stats
+            made[key] = store
+        return made[key], doc, bench
+
+    return {"build": build, "docs": docs}
+
+
+def test_eval_and_fakebench_share_one_build(tiles):
+    """The sharing above is real: their scaled configs differ only in benchmark sections."""
+    a, b = (scaled(n, tiles, Path("unused"))[0] for n in ("eval", "fakebench"))
+    assert upstream(a) == upstream(b)
+
+
 @pytest.mark.parametrize("name", shipped())
-def test_example_tables_are_not_degenerate(name, tiles, tmp_path):
-    doc, bench = scaled(name, tiles, tmp_path / "run")
-    store, stats, _ = run_local(validate_config(doc))
-    assert not [s for s, st in stats.items() if st.failed], stats
+def test_example_tables_are_not_degenerate(name, builds):
+    store, doc, bench = builds["build"](name)
     assert problems(store, doc, bench) == []
+
+
+@pytest.mark.parametrize("name", ["eval", "reward"])
+def test_the_check_fails_on_a_size_not_reached(name, builds):
+    """Asked one more than the build made, the same tables are reported short."""
+    store, doc, bench = builds["build"](name)
+    more = copy.deepcopy(doc)
+    more[bench]["reals" if bench == "evaluation" else "images"] += 1
+    found = problems(store, more, bench)
+    assert found and all("asked" in p for p in found), found

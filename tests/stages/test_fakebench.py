@@ -336,7 +336,7 @@ def test_detector_model_answers_all_three_tasks_from_what_it_measured(tmp_path):
     assert answers and all(a["status"] == "ok" for a in answers.values())
     assert set(answers) == set(items)
     assert {(a["backend"], a["model"]) for a in answers.values()} == {
-        ("offline", "forensic-logreg-v1")
+        ("offline", "forensic-logreg-v2")
     }
     assert {i["task"] for i in items.values()} >= {"fakeclass", "fakeclue", "fakeqa"}
     # one image, one decision: FakeClass and FakeClue agree per sample

@@ -4,7 +4,9 @@ evaluates it (evaluation's ``detections``, reward's ``detector`` policies, FakeB
 
 The draw is ``train_per_class`` samples per label, the first of a ranking seeded by (build seed,
 "detections", detector name, sample id): the same draw, hence the same detector, whichever family
-asks. A trained detector is cached per process by its training fingerprint (classifier and the
+asks. ``train_per_class`` caps each label; the split is rarely balanced (several edits and renders
+per real photo), so the classifier weighs the classes equally (``detector.CLASS_WEIGHT``) rather
+than drawing the larger class down to the smaller and discarding the rest. A trained detector is cached per process by its training fingerprint (classifier and the
 drawn samples), so the shards of a worker train it once.
 """
 

@@ -7,9 +7,13 @@ and D_real from a run's tables and annotations, and score the run's detections o
   regions (box + label + text) form D_ann (eq. 10), ``hard`` ones D_hard (eq. 8); ``invalid``
   (eq. 7), ``ann`` without a region, and untriaged samples form the excluded table, with the reason.
 * D_real: the run's real samples, drawn ``per_category`` (50 by default, §2.5) per category by a
-  seeded rank; a real's category is a path component of its source ``uri`` / name equal to a
-  category id (``P3``) or name, or given by a CSV ``image_id,category``. When no real has a
-  category, D_real is an uncategorised draw of the same total size (real accuracy overall only).
+  seeded rank. A real's category (the paper's reals come from per-category sources) is, first
+  to last: given by a CSV ``image_id,category``; a path component of its source ``uri`` / name
+  equal to a category id (``P3``) or name; or matched from its caption and file name against
+  the taxonomy's content vocabulary (``taxonomy.match_category``: two or more category-specific
+  words). Each row records ``category_method`` (mapping / path / caption-match) and the words
+  matched. Reals without a category fill what the categories leave of per_category x 12
+  (scored as "uncategorised" and in Overall).
 * Scores read the ``detections`` table (the evaluation family's detectors: no second detector
   here): Table 2 rates per detector × track on D_SafeIMG, D_ann and D_hard, real accuracy on
   D_real, rates per propagation level, and on D_ann the Table 3 alignment, hit rate per label
@@ -37,7 +41,7 @@ from forenset.exports.data import write_atomic, write_images
 from forenset.exports.labelstudio import ANOMALY_LABELS, TRIAGE_CHOICES, store_annotation_rows
 from forenset.seeds import derive_seed
 from forenset.store.run_store import RunStore
-from forenset.text.taxonomy import load_taxonomy
+from forenset.text.taxonomy import load_taxonomy, match_category
 
 OUT = "benchmarks/safeimg"
 SUBSETS = ("D_SafeIMG", "D_ann", "D_hard")
@@ -159,13 +163,14 @@ def draw_reals(
     mapping: Path | None = None,
 ) -> list[dict[str, Any]]:
     """D_real: up to ``per_category`` real samples per category, seeded rank (stable under
-    additions); reals with no category are left out (``uncategorised`` in the summary), unless
-    no real has one: then up to ``per_category`` × categories of them, uncategorised."""
+    additions), then reals with no category up to ``per_category`` × categories in all
+    (``uncategorised`` / ``uncategorised_drawn`` in the summary row)."""
     if not store.manifest("splits"):
         return []
     con = _con(store, ["splits", "sources"])
     rows = con.execute(
-        """SELECT s.sample_id, s.image_id, s.blob, any_value(src.uri), any_value(src.name)
+        """SELECT s.sample_id, s.image_id, s.blob, any_value(src.uri), any_value(src.name),
+                  any_value(src.caption)
            FROM splits s LEFT JOIN sources src ON src.image_id = s.image_id
            WHERE s.status = 'ok' AND s.label = 'real'
            GROUP BY s.sample_id, s.image_id, s.blob ORDER BY s.sample_id"""
@@ -175,14 +180,22 @@ def draw_reals(
         with open(mapping, newline="", encoding="utf-8") as f:
             given = {r["image_id"]: r["category"] for r in csv.DictReader(f)}
     pools: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for sid, iid, blob, uri, name in rows:
-        cat = given.get(iid) or _real_category(uri, name, cats)
+    for sid, iid, blob, uri, name, caption in rows:
+        cat, method = given.get(iid), "mapping"
+        matched: list[str] = []
+        if not cat:
+            cat, method = _real_category(uri, name, cats), "path"
+        if not cat:
+            cat, matched = match_category(f"{caption or ''} {Path(name or '').stem}")
+            method = "caption-match"
         rec = {
             "sample_id": sid,
             "image_id": iid,
             "blob": blob,
             "source_uri": uri,
             "category": cat,
+            "category_method": method if cat else None,
+            "category_words": ", ".join(matched) or None,
             "category_name": cats.get(cat or "", {}).get("name"),
             "group": cats.get(cat or "", {}).get("group"),
         }
@@ -195,17 +208,15 @@ def draw_reals(
     for cat in cats:
         out += ranked(pools.get(cat, []))[:per_category]
     unc = pools.get("", [])
-    if unc and not out:
-        # No real carries a category (photos from a folder or CSV without one): D_real is an
-        # uncategorised draw of the paper's size, scored overall only, instead of no D_real
-        # (and no real-image accuracy) at all. Categorised reals keep the per-category draw.
-        drawn = ranked(unc)[: per_category * len(cats)]
+    if unc:
+        # Reals without a category fill what the categories leave of the paper's size
+        # (per_category x categories), scored as "uncategorised" and in Overall: a few
+        # categorised reals must not shrink D_real (and real-image accuracy) to those few.
+        drawn = ranked(unc)[: max(0, per_category * len(cats) - len(out))]
         out += drawn
         out.append(
             {"sample_id": None, "uncategorised": len(unc), "uncategorised_drawn": len(drawn)}
         )
-    elif unc:
-        out.append({"sample_id": None, "uncategorised": len(unc)})
     return out
 
 

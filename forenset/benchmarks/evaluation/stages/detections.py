@@ -79,7 +79,7 @@ def _unreadable(text: str) -> str | None:
 
 class Detections(Stage[EvaluationConfig]):
     name = "detections"
-    version = "2"
+    version = "3"  # 3: the offline detector trains class-balanced
     inputs = ("splits", "eval_sets")
     input_columns = {
         "splits": ("sample_id", "label", "split", "blob"),  # the offline detector's training

@@ -143,7 +143,7 @@ def _unreadable(text: str) -> str | None:
 
 class FakeBenchAnswers(Stage[FakeBenchConfig]):
     name = "fakebench_answers"
-    version = "2"
+    version = "3"  # 3: the offline detector trains class-balanced
     inputs = ("splits", "fakebench_items")
     input_columns = {
         "splits": ("sample_id", "label", "split", "blob"),  # the detector models' training

@@ -61,7 +61,7 @@ def _unreadable(text: str) -> str | None:
 
 class RewardResponses(Stage[RewardConfig]):
     name = "reward_responses"
-    version = "1"
+    version = "2"  # 2: the offline detector trains class-balanced
     inputs = ("splits", "reward_images")
     input_columns = {
         "splits": ("sample_id", "label", "split", "blob"),  # the detector policies' training
