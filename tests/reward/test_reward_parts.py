@@ -157,8 +157,18 @@ def test_the_reward_example_is_the_demo_with_reward_on():
     assert [j.kind for j in r.judges] == ["rules"]
     demo = yaml.safe_load((root / "forenset" / "data" / "demo.yaml").read_text())
     example = yaml.safe_load((root / "examples" / "reward.yaml").read_text())
-    assert {k: v for k, v in example.items() if k not in ("reward", "run_dir")} == {
-        k: v for k, v in demo.items() if k != "run_dir"
+    # the demo's build, plus the fetched real photos when present and one text-to-image generator
+    # whose renders train the forensic policies (examples/reward.yaml says why)
+    sources = dict(example["sources"])
+    assert sources.pop("csv_if_present") == ["data/real-photos/photos.csv"]
+    assert sources == demo["sources"]
+    gens = example["generators"]
+    assert gens[: len(demo["generators"])] == demo["generators"]
+    assert [g["name"] for g in gens[len(demo["generators"]) :]] == ["flux-tiny-train"]
+    assert gens[-1]["diffusers"]["tiny"] is True  # offline
+    same = ("reward", "run_dir", "sources", "generators")
+    assert {k: v for k, v in example.items() if k not in same} == {
+        k: v for k, v in demo.items() if k not in same
     }
 
 
