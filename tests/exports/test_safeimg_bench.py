@@ -262,7 +262,7 @@ def test_scores_from_detections_hand_computed(run, tmp_path):
     assert "caveat" not in loose["table2"]["D_SafeIMG"]["d/complex"]["Overall"]
     text = format_tables(res)
     assert "Table 2" in text and "Table 3" in text and "SIMULATED" not in text
-    assert "95% CI" in text and "n.m." in text and "below the minimum of 10" in text
+    assert "95% CI" in text and "not meaningful (" in text and "below the minimum of 10" in text
     datasets = pytest.importorskip("datasets")
     ds = datasets.load_dataset(
         "parquet", data_files=str(tmp_path / "b" / "D_ann.parquet"), split="train"

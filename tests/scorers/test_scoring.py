@@ -9,6 +9,7 @@ from sklearn.metrics import f1_score
 
 from forenset.benchmarks.common import scoring
 from forenset.benchmarks.common.scoring import (
+    GroupStatistic,
     IntervalsConfig,
     ItemMean,
     Scorer,
@@ -160,7 +161,7 @@ def test_long_schema_columns():
 def test_registry_lists_loads_and_registers():
     for family in scoring.registry.families():
         for s in scoring.scorers(family):
-            assert isinstance(s, Scorer) and s.header, s
+            assert isinstance(s, Scorer | GroupStatistic) and s.header, s
     with pytest.raises(scoring.registry.UnknownMetric):
         scoring.scorer("evaluation", "nope")
     extra = ItemMean("extra", "extra", lambda i: 1.0)

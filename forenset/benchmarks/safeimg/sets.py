@@ -284,26 +284,30 @@ def _box(bbox: str | None) -> m.Box | None:
     return (x0, y0, x1 - x0, y1 - y0)
 
 
-def _rate_cells(
-    d: dict[str, m.Rate], hits: dict[str, list[bool]], iv: m.Intervals, key: str
-) -> dict[str, Any]:
-    """Each rate with its n, interval (over the items of ``hits``) and caveat."""
-    return {k: iv.rate(r, hits.get(k, []), f"{key}/{k}") for k, r in d.items()}
+def _metric_cells(
+    name: str, groups: dict[str, list[dict[str, Any]]], iv: m.Intervals, key: str,
+    group: dict[str, Any], reason: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The registered metric ``name`` on each column's items: its cell (n, interval, caveat),
+    kept as a long row too (``column`` is the category, level or label)."""
+    return {
+        k: iv.metric(name, items, f"{key}/{k}", {**group, "column": k}, reason)
+        for k, items in groups.items()
+    }
 
 
-def _hits_by_group(
-    items: list[tuple[str, str | None]], order: Sequence[str], hit: Any
-) -> dict[str, list[bool]]:
-    """Per group (and Overall) the per-image outcomes behind ``rates_by_group``."""
-    out: dict[str, list[bool]] = {g: [] for g in order}
+def _answers_by_group(
+    items: list[tuple[str, str | None]], order: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Per category in ``order`` (then any other, sorted) and Overall (every image, in order)
+    the images' answers as metric items."""
+    out: dict[str, list[dict[str, Any]]] = {g: [] for g in order}
+    extra: dict[str, list[dict[str, Any]]] = {}
     for g, a in items:
-        out.setdefault(g, []).append(hit(a))
-    out["Overall"] = [hit(a) for _, a in items]
+        (out if g in out else extra).setdefault(g, []).append({"answer": a})
+    out.update({g: extra[g] for g in sorted(extra)})
+    out["Overall"] = [{"answer": a} for _, a in items]
     return out
-
-
-def _is_real(a: str | None) -> bool:
-    return (a or "").strip().lower() == "real"
 
 
 def score(
@@ -349,9 +353,9 @@ def score(
             items = [
                 (s["category"], clean[sid]["answer"]) for sid, s in pool.items() if sid in clean
             ]
-            out["table2"].setdefault(name, {})[model] = _rate_cells(
-                m.rates_by_group(items, order), _hits_by_group(items, order, m.is_ai), iv,
-                f"table2/{name}/{model}",
+            out["table2"].setdefault(name, {})[model] = _metric_cells(
+                "detection_rate", _answers_by_group(items, order), iv, f"table2/{name}/{model}",
+                {"table": "table2", "detector": model, "set": name},
             )  # fmt: skip
         out["coverage"][model] = {
             "D_SafeIMG": [sum(s in clean for s in safe), len(safe)],
@@ -362,25 +366,25 @@ def score(
             for sid, s in reals.items()
             if sid in clean
         ]
-        out["real_accuracy"][model] = _rate_cells(
-            m.rates_by_group(items, order, real=True), _hits_by_group(items, order, _is_real),
-            iv, f"real_accuracy/{model}",
+        out["real_accuracy"][model] = _metric_cells(
+            "real_accuracy", _answers_by_group(items, order), iv, f"real_accuracy/{model}",
+            {"table": "real_accuracy", "detector": model, "set": "D_real"},
+            # say why rather than "no real images" alone
+            None if reals else "no real images (D_real is empty)",
         )  # fmt: skip
-        if not reals:  # say why rather than "no real images" alone
-            for c in out["real_accuracy"][model].values():
-                c["reason"] = "no real images (D_real is empty)"
         levels: dict[str, list[str | None]] = defaultdict(list)
         for r in rows:
             if r["sample_id"] in safe and r["sample_id"] in clean:  # the same images per level
                 levels[r["variant"] or "0x"].append(r["answer"])
-        out["propagation"][model] = _rate_cells(
-            {lv: m.ai_detection_rate(a) for lv, a in sorted(levels.items())},
-            {lv: [m.is_ai(x) for x in a] for lv, a in levels.items()}, iv,
-            f"propagation/{model}",
+        out["propagation"][model] = _metric_cells(
+            "detection_rate", {lv: [{"answer": x} for x in a] for lv, a in sorted(levels.items())},
+            iv, f"propagation/{model}",
+            {"table": "propagation", "detector": model, "set": "D_SafeIMG"},
         )  # fmt: skip
         out["table3"][model], out["hit_rate"][model], out["delta"][model] = _alignment(
             groups["ann"], safe, clean, order, judge, iv, model
         )
+    out["scores"] = list(iv.rows)  # the long rows: what the CLI and report pivot
     return out
 
 
@@ -413,25 +417,27 @@ def _alignment(ann, safe, clean, order, judge, iv: m.Intervals, model: str):
         per_cat[ann[sid]["category"]].append(al)
         per_cat["Overall"].append(al)
         pairs += [(a.label, h) for a, h in zip(anoms, al.hits, strict=True)]
+    cols = [*order, "Overall"]
+    images = {c: [vars(a) for a in per_cat.get(c, [])] for c in cols}
     t3 = {
-        "Human Covered by AI": {
-            c: iv.mean([a.human_covered for a in per_cat.get(c, [])], "images", f"hc/{model}/{c}")
-            for c in [*order, "Overall"]
-        },
-        "AI Supported by Human": {
-            c: iv.mean(
-                [a.ai_supported for a in per_cat.get(c, [])],
-                "images with rationales",
-                f"as/{model}/{c}",
-            )
-            for c in [*order, "Overall"]
-        },
+        "Human Covered by AI": _metric_cells(
+            "human_covered", images, iv, f"hc/{model}",
+            {"table": "table3", "detector": model, "set": "D_ann"},
+        ),
+        "AI Supported by Human": _metric_cells(
+            "ai_supported", images, iv, f"as/{model}",
+            {"table": "table3", "detector": model, "set": "D_ann"},
+        ),
         "judge_failures": failed,
-    }
-    hit = {
-        lab: iv.rate(r, [h for la, h in pairs if la == lab], f"hit/{model}/{lab}")
-        for lab, r in m.hit_rate_per_label(pairs, ANOMALY_LABELS).items()
-    }
+    }  # fmt: skip
+    hit = {}
+    for lab in ANOMALY_LABELS:
+        mine = [{"hit": h} for la, h in pairs if la == lab]
+        hit[lab] = iv.metric(
+            "hit_rate", mine, f"hit/{model}/{lab}",
+            {"table": "hit_rate", "detector": model, "set": "D_ann", "column": lab},
+            None if mine else f"no {lab} anomalies",
+        )  # fmt: skip
     cats = categories()
     labelled = [
         (
@@ -449,11 +455,16 @@ def _alignment(ann, safe, clean, order, judge, iv: m.Intervals, model: str):
         "Overall": order,
     }
     delta = {
-        sc: iv.delta(
-            [(ls, fn) for c, ls, fn in labelled if c in cs], ANOMALY_LABELS, f"delta/{model}/{sc}"
+        sc: _metric_cells(
+            "delta",
+            {
+                lab: [{"has": lab in ls, "missed": fn} for c, ls, fn in labelled if c in cs]
+                for lab in ANOMALY_LABELS
+            },
+            iv, f"delta/{model}/{sc}", {"table": "delta", "detector": model, "set": sc},
         )
         for sc, cs in scopes.items()
-    }
+    }  # fmt: skip
     return t3, hit, delta
 
 
@@ -522,40 +533,13 @@ def run_safeimg(
     return res
 
 
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}"
-
-
-W = 12  # column width of the plain-text tables
-
-
-def _lines(label: str, cells: dict[str, Any], cols: Sequence[str], notes: list[str]) -> list[str]:
-    """A model's row as three lines: the values (n.m. = not meaningful, its caveat to
-    ``notes``), their 95 % intervals and their n."""
-    vals, cis, ns = [], [], []
-    for c in cols:
-        x = cells.get(c) or {}
-        v = x.get("value")
-        if v is not None and x.get("caveat"):
-            notes.append(f"{label} {c}: {x['caveat']}")
-            vals.append("n.m.")
-        else:
-            vals.append(_pct(v))
-        lo, hi = x.get("ci_low"), x.get("ci_high")
-        cis.append("-" if lo is None else f"{_pct(lo)}-{_pct(hi)}")
-        ns.append(str(x.get("n", "-")))
-    return [
-        label[:27].ljust(28) + "".join(v.rjust(W) for v in vals),
-        "  95% CI".ljust(28) + "".join(v.rjust(W) for v in cis),
-        "  n".ljust(28) + "".join(v.rjust(W) for v in ns),
-    ]
-
-
 def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> str:
-    """Plain-text Tables 2-3 (percent), in the paper's column order; every number with its 95 %
-    bootstrap interval and n, "n.m." (not meaningful) where its set is degenerate."""
-    cols = list(columns or [*categories(), "Overall"])
-    notes: list[str] = []
+    """Plain-text Tables 2-3 (percent), in the paper's column order: the long rows of
+    ``res["scores"]`` pivoted by the shared ``scoring.pivot`` (``safeimg.report.pivots``),
+    every number with its 95 % bootstrap interval and n, "not meaningful (why)" where its set
+    is degenerate."""
+    from forenset.benchmarks.safeimg.report import pivots
+
     lines = [
         f"SafeIMG: {json.dumps(res['counts'])}"
         + ("  [SIMULATED annotations: demo only]" if res.get("simulated_annotations") else "")
@@ -567,47 +551,17 @@ def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> 
         )
     iv = res.get("intervals") or {}
     lines.append(
-        f"intervals: {iv.get('resamples')} bootstrap resamples over images (hit rate: anomalies),"
-        f" {iv.get('level')} percentile; n.m. = not meaningful (n below {iv.get('min_n')})"
+        f"each number: value [95% CI] ({iv.get('resamples')} bootstrap resamples over images; hit"
+        f" rate: anomalies; {iv.get('level')} percentile) and n=… where it differs from the row's"
+        f" n; not meaningful below {iv.get('min_n')} items"
     )
-    head = "Model".ljust(28) + "".join(c.rjust(W) for c in cols)
-    for name in SUBSETS:
-        lines += [f"\nTable 2 - AI detection rate (%) on {name}", head]
-        for model, cells in res["table2"].get(name, {}).items():
-            lines += _lines(f"{model} {name}", cells, cols, notes)
-    lines += ["\nReal-image accuracy (%) on D_real", head]
-    for model, cells in res["real_accuracy"].items():
-        lines += _lines(f"{model} D_real", cells, cols, notes)
-        why = {c.get("reason") for c in cells.values() if c.get("value") is None}
-        if cells and all(c.get("value") is None for c in cells.values()):
-            lines.append(f"  {model}: {', '.join(sorted(w for w in why if w))}")
-    lines += ["\nAI detection rate (%) by propagation level on D_SafeIMG"]
-    for model, cells in res["propagation"].items():
-        lv = list(cells)
-        lines += ["Level".ljust(28) + "".join(c.rjust(W) for c in lv)]
-        lines += _lines(f"{model} propagation", cells, lv, notes)
-    lines += [
-        f"\nTable 3 - Human-AI alignment (%) on D_ann, matcher {res['matcher']}",
-        "Metric".ljust(28) + "".join(c.rjust(W) for c in cols),
-    ]
-    for model, t3 in res["table3"].items():
-        for metric in ("Human Covered by AI", "AI Supported by Human"):
-            lines += _lines(f"{metric} [{model}]", t3[metric], cols, notes)
-    lines += ["\nHit rate (%) per artefact label (over anomalies)"]
-    for model, cells in res["hit_rate"].items():
-        labs = list(cells)
-        lines += ["Label".ljust(28) + "".join(c.rjust(W) for c in labs)]
-        lines += _lines(f"{model} hit rate", cells, labs, notes)
-    lines += ["\nDelta(l) (eq. 13, points) Overall"]
-    for model, sc in res["delta"].items():
-        labs = list(sc["Overall"])
-        lines += ["Label".ljust(28) + "".join(c.rjust(W) for c in labs)]
-        lines += _lines(f"{model} delta", sc["Overall"], labs, notes)
-        delta_why = sorted(
-            {c.get("reason") for c in sc["Overall"].values() if c.get("value") is None} - {None}
-        )
-        if delta_why:
-            lines.append(f"  {model} delta: {'; '.join(delta_why)}")
-    if notes:
-        lines += ["\nNot meaningful:"] + [f"  {n}" for n in notes]
+    for title, p in pivots(res, columns):
+        widths = [max(len(x) for x in col) for col in zip(p.headers, *p.rows, strict=True)]
+        lines += ["", title]
+        if not p.rows:
+            lines.append("  (no model answered these images)")
+            continue
+        for row in [p.headers, *p.rows]:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        lines += [f"  {n}" for n in p.note_lines()]
     return "\n".join(lines)
