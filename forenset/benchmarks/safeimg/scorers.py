@@ -356,7 +356,7 @@ class SumMean(ItemMean):
     averages, as ``scores.json`` has always held them) rather than a compensated sum."""
 
     def score(self, items: Sequence[Item]) -> Score:
-        vals = [float(v) for v in (self.value(i) for i in items) if v is not None]
+        vals = [float(v) for v in (self.value(i) for i in items) if isinstance(v, int | float)]
         if not vals:
             return null_score(self.name, self.empty_reason, model=self.model, backend=self.backend)
         return Score(self.name, sum(vals) / len(vals), self.model, self.backend)

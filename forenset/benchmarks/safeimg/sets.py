@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forenset.benchmarks.common.scoring import Pivot, pivot, scorer
 from forenset.benchmarks.safeimg import scorers as m
 from forenset.exports.data import write_atomic, write_images
 from forenset.exports.labelstudio import ANOMALY_LABELS, TRIAGE_CHOICES, store_annotation_rows
@@ -533,13 +534,46 @@ def run_safeimg(
     return res
 
 
+def pivots(res: dict[str, Any], columns: Sequence[str] | None = None) -> list[tuple[str, Pivot]]:
+    """The SafeIMG tables as pivots of the long rows (``res["scores"]``): one column per
+    category (Table 2, real accuracy, Table 3), level or label, one row per model (Δ(l): per
+    model and scope). Shared by ``forenset safeimg`` and the report (``safeimg.report``)."""
+    rows = res.get("scores") or []
+    cols = list(columns or [*categories(), "Overall"])
+
+    def one(title: str, metric: str, index: tuple[str, ...], headers: tuple[str, ...],
+            **where: str) -> list[tuple[str, Pivot]]:  # fmt: skip
+        mine = [
+            r for r in rows
+            if r["metric"] == metric and all(r[k] == v for k, v in where.items())
+        ]  # fmt: skip
+        p = pivot(mine, index, [scorer("safeimg", metric)], index_headers=headers,
+                  by="column", by_order=cols)  # fmt: skip
+        return [(title, p)]
+
+    out: list[tuple[str, Pivot]] = []
+    for name in SUBSETS:
+        out += one(f"Table 2 - AI detection rate (%) on {name} (eq. 12)", "detection_rate",
+                   ("detector",), ("model",), table="table2", set=name)  # fmt: skip
+    out += one("Real-image accuracy (%) on D_real", "real_accuracy", ("detector",), ("model",))
+    out += one("AI detection rate (%) by propagation level on D_SafeIMG", "detection_rate",
+               ("detector",), ("model",), table="propagation")  # fmt: skip
+    matcher = res.get("matcher", "")
+    for metric, header in (("human_covered", "Human Covered by AI"),
+                           ("ai_supported", "AI Supported by Human")):  # fmt: skip
+        out += one(f"Table 3 - Human-AI alignment (%) on D_ann, matcher {matcher}: {header}",
+                   metric, ("detector",), ("model",))  # fmt: skip
+    out += one("Hit rate (%) per artefact label (over anomalies)", "hit_rate", ("detector",),
+               ("model",))  # fmt: skip
+    out += one("Δ(l) (eq. 13, points) per scope", "delta", ("detector", "set"), ("model", "scope"))
+    return out
+
+
 def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> str:
     """Plain-text Tables 2-3 (percent), in the paper's column order: the long rows of
-    ``res["scores"]`` pivoted by the shared ``scoring.pivot`` (``safeimg.report.pivots``),
+    ``res["scores"]`` pivoted by the shared ``scoring.pivot`` (:func:`pivots`),
     every number with its 95 % bootstrap interval and n, "not meaningful (why)" where its set
     is degenerate."""
-    from forenset.benchmarks.safeimg.report import pivots
-
     lines = [
         f"SafeIMG: {json.dumps(res['counts'])}"
         + ("  [SIMULATED annotations: demo only]" if res.get("simulated_annotations") else "")

@@ -90,7 +90,7 @@ def pivot(
             for s in shown
             for v in values
         ]
-    out = Pivot([*(index_headers or index), "n", *(h for _, _, h in cols)], cells=by_key)  # type: ignore[arg-type]
+    out = Pivot([*(index_headers or index), "n", *(h for _, _, h in cols)], cells=by_key)
     models = set()
     for key in sorted(by_key, key=lambda k: tuple("" if v is None else str(v) for v in k)):
         got = by_key[key]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -260,12 +261,15 @@ class RewardScores(Stage[RewardConfig]):
             if not isinstance(s, GroupStatistic) or not in_scope(s, "elo"):
                 continue
             values = s.values(games, names, params)
-            caveats = getattr(s, "caveats", lambda *a: {})(games, names, params, iv.min_n)
+            flag = getattr(s, "caveats", None)
+            caveats: dict[str, str | None] = (
+                flag(games, names, params, iv.min_n) if flag is not None else {}
+            )
             cis: dict[str, tuple[float, float] | None] = {}
             why = s.no_interval
             if why is None:
                 cis, failed = units_bootstrap(
-                    base, lambda d, s=s: s.resample(d, names, params) or {},
+                    base, partial(_draw, s, names, params),
                     resamples=iv.resamples, level=iv.level, seed=self.seed(f"elo/{labels_from}"),
                     strict=s.strict,
                 )  # fmt: skip
@@ -312,6 +316,13 @@ class RewardScores(Stage[RewardConfig]):
             items = [{"agree": _count(a[share], a[pairs]), "pairs": a[pairs]} for a in per]
             out += self.item_rows(("agreement", "annotators", group, source, source), items)
         return out
+
+
+def _draw(
+    s: GroupStatistic, names: Sequence[str], params: dict[str, Any], draw: list[Any]
+) -> dict[str, float]:
+    """``s``'s statistic on one bootstrap draw of the games."""
+    return s.resample(draw, names, params) or {}
 
 
 def _count(share: float | int | None, pairs: float | int | None) -> int:
