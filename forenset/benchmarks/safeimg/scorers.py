@@ -402,25 +402,27 @@ def _answered_real(item: Item) -> float:
 
 DETECTION_RATE = ItemMean(
     "detection_rate", "AI detection rate", _answered_ai, needs=("answer",), percent=True,
-    empty_reason="no generated images",
+    empty_reason="no generated images", scope={"table": ("table2", "propagation")},
 )  # fmt: skip
 REAL_ACCURACY = ItemMean(
     "real_accuracy", "real-image accuracy", _answered_real, needs=("answer",), percent=True,
-    empty_reason="no real images",
+    empty_reason="no real images", scope={"table": ("real_accuracy",)},
 )  # fmt: skip
 HUMAN_COVERED = SumMean(
     "human_covered", "Human Covered by AI", lambda i: i["human_covered"],
     needs=("human_covered",), percent=True, empty_reason="no images",
+    scope={"table": ("table3",)},
 )  # fmt: skip
 AI_SUPPORTED = SumMean(
     "ai_supported", "AI Supported by Human", lambda i: i["ai_supported"],
     needs=("ai_supported",), percent=True, empty_reason="no images with rationales",
+    scope={"table": ("table3",)},
 )  # fmt: skip
 HIT_RATE = ItemMean(
     "hit_rate", "hit rate", lambda i: float(bool(i["hit"])), needs=("hit",), percent=True,
-    empty_reason="no anomalies",
+    empty_reason="no anomalies", scope={"table": ("hit_rate",)},
 )  # fmt: skip
-DELTA = Delta()
+DELTA = Delta(scope={"table": ("delta",)})
 
 
 @dataclass

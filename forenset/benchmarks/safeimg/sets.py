@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from forenset.benchmarks.common.scoring import Pivot, pivot, scorer
+from forenset.benchmarks.common.scoring import Pivot, pivot, scorers
 from forenset.benchmarks.safeimg import scorers as m
 from forenset.exports.data import write_atomic, write_images
 from forenset.exports.labelstudio import ANOMALY_LABELS, TRIAGE_CHOICES, store_annotation_rows
@@ -285,16 +285,49 @@ def _box(bbox: str | None) -> m.Box | None:
     return (x0, y0, x1 - x0, y1 - y0)
 
 
+# The seed key of each built-in metric's cells as before they were registry scorers (so a rerun
+# keeps its intervals); a metric added later is seeded by "<table>/<metric>/<detector>/<set>".
+SEED_PREFIX = {
+    ("table2", "detection_rate"): "table2/{set}/{detector}",
+    ("propagation", "detection_rate"): "propagation/{detector}",
+    ("real_accuracy", "real_accuracy"): "real_accuracy/{detector}",
+    ("table3", "human_covered"): "hc/{detector}",
+    ("table3", "ai_supported"): "as/{detector}",
+    ("hit_rate", "hit_rate"): "hit/{detector}",
+    ("delta", "delta"): "delta/{detector}/{set}",
+}
+
+
+def table_metrics(table: str) -> list[Any]:
+    """The registered SafeIMG metrics whose ``scope`` names ``table``, in registry order."""
+    return [s for s in scorers("safeimg") if table in s.scope.get("table", ())]
+
+
 def _metric_cells(
-    name: str, groups: dict[str, list[dict[str, Any]]], iv: m.Intervals, key: str,
-    group: dict[str, Any], reason: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
-    """The registered metric ``name`` on each column's items: its cell (n, interval, caveat),
-    kept as a long row too (``column`` is the category, level or label)."""
-    return {
-        k: iv.metric(name, items, f"{key}/{k}", {**group, "column": k}, reason)
-        for k, items in groups.items()
-    }
+    groups: dict[str, list[dict[str, Any]]], iv: m.Intervals, group: dict[str, Any],
+    reason: str | Callable[[str], str | None] | None = None,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Every registered metric in scope of ``group["table"]`` on each column's items (``column``:
+    the category, level or label): metric -> column -> cell (n, interval, caveat), each kept as
+    a long row too. A metric whose ``needs`` no item carries is left out."""
+    out: dict[str, dict[str, Any]] = {}
+    everything = [i for items in groups.values() for i in items]
+    for s in table_metrics(group["table"]):
+        needs = getattr(s, "needs", ())
+        if everything and needs and not any(all(f in i for f in needs) for i in everything):
+            continue
+        fmt = SEED_PREFIX.get(
+            (group["table"], s.name), f"{group['table']}/{s.name}/{{detector}}/{{set}}"
+        )
+        key = fmt.format(**group)
+        out[s.name] = {
+            k: iv.metric(
+                s.name, items, f"{key}/{k}", {**group, "column": k},
+                reason(k) if callable(reason) else reason,
+            )
+            for k, items in groups.items()
+        }  # fmt: skip
+    return out
 
 
 def _answers_by_group(
@@ -355,9 +388,9 @@ def score(
                 (s["category"], clean[sid]["answer"]) for sid, s in pool.items() if sid in clean
             ]
             out["table2"].setdefault(name, {})[model] = _metric_cells(
-                "detection_rate", _answers_by_group(items, order), iv, f"table2/{name}/{model}",
+                _answers_by_group(items, order), iv,
                 {"table": "table2", "detector": model, "set": name},
-            )  # fmt: skip
+            )["detection_rate"]  # fmt: skip
         out["coverage"][model] = {
             "D_SafeIMG": [sum(s in clean for s in safe), len(safe)],
             "D_real": [sum(s in clean for s in reals), len(reals)],
@@ -368,20 +401,19 @@ def score(
             if sid in clean
         ]
         out["real_accuracy"][model] = _metric_cells(
-            "real_accuracy", _answers_by_group(items, order), iv, f"real_accuracy/{model}",
+            _answers_by_group(items, order), iv,
             {"table": "real_accuracy", "detector": model, "set": "D_real"},
             # say why rather than "no real images" alone
             None if reals else "no real images (D_real is empty)",
-        )  # fmt: skip
+        )["real_accuracy"]  # fmt: skip
         levels: dict[str, list[str | None]] = defaultdict(list)
         for r in rows:
             if r["sample_id"] in safe and r["sample_id"] in clean:  # the same images per level
                 levels[r["variant"] or "0x"].append(r["answer"])
         out["propagation"][model] = _metric_cells(
-            "detection_rate", {lv: [{"answer": x} for x in a] for lv, a in sorted(levels.items())},
-            iv, f"propagation/{model}",
+            {lv: [{"answer": x} for x in a] for lv, a in sorted(levels.items())}, iv,
             {"table": "propagation", "detector": model, "set": "D_SafeIMG"},
-        )  # fmt: skip
+        )["detection_rate"]  # fmt: skip
         out["table3"][model], out["hit_rate"][model], out["delta"][model] = _alignment(
             groups["ann"], safe, clean, order, judge, iv, model
         )
@@ -418,27 +450,20 @@ def _alignment(ann, safe, clean, order, judge, iv: m.Intervals, model: str):
         per_cat[ann[sid]["category"]].append(al)
         per_cat["Overall"].append(al)
         pairs += [(a.label, h) for a, h in zip(anoms, al.hits, strict=True)]
-    cols = [*order, "Overall"]
-    images = {c: [vars(a) for a in per_cat.get(c, [])] for c in cols}
+    t3_cells = _metric_cells(
+        {c: [vars(a) for a in per_cat.get(c, [])] for c in [*order, "Overall"]}, iv,
+        {"table": "table3", "detector": model, "set": "D_ann"},
+    )  # fmt: skip
     t3 = {
-        "Human Covered by AI": _metric_cells(
-            "human_covered", images, iv, f"hc/{model}",
-            {"table": "table3", "detector": model, "set": "D_ann"},
-        ),
-        "AI Supported by Human": _metric_cells(
-            "ai_supported", images, iv, f"as/{model}",
-            {"table": "table3", "detector": model, "set": "D_ann"},
-        ),
+        "Human Covered by AI": t3_cells["human_covered"],
+        "AI Supported by Human": t3_cells["ai_supported"],
         "judge_failures": failed,
-    }  # fmt: skip
-    hit = {}
-    for lab in ANOMALY_LABELS:
-        mine = [{"hit": h} for la, h in pairs if la == lab]
-        hit[lab] = iv.metric(
-            "hit_rate", mine, f"hit/{model}/{lab}",
-            {"table": "hit_rate", "detector": model, "set": "D_ann", "column": lab},
-            None if mine else f"no {lab} anomalies",
-        )  # fmt: skip
+    }
+    hit = _metric_cells(
+        {lab: [{"hit": h} for la, h in pairs if la == lab] for lab in ANOMALY_LABELS}, iv,
+        {"table": "hit_rate", "detector": model, "set": "D_ann"},
+        lambda lab: f"no {lab} anomalies",
+    )["hit_rate"]  # fmt: skip
     cats = categories()
     labelled = [
         (
@@ -457,13 +482,12 @@ def _alignment(ann, safe, clean, order, judge, iv: m.Intervals, model: str):
     }
     delta = {
         sc: _metric_cells(
-            "delta",
             {
                 lab: [{"has": lab in ls, "missed": fn} for c, ls, fn in labelled if c in cs]
                 for lab in ANOMALY_LABELS
             },
-            iv, f"delta/{model}/{sc}", {"table": "delta", "detector": model, "set": sc},
-        )
+            iv, {"table": "delta", "detector": model, "set": sc},
+        )["delta"]
         for sc, cs in scopes.items()
     }  # fmt: skip
     return t3, hit, delta
@@ -535,34 +559,37 @@ def run_safeimg(
 
 
 def pivots(res: dict[str, Any], columns: Sequence[str] | None = None) -> list[tuple[str, Pivot]]:
-    """The SafeIMG tables as pivots of the long rows (``res["scores"]``): one column per
-    category (Table 2, real accuracy, Table 3), level or label, one row per model (Δ(l): per
-    model and scope). Shared by ``forenset safeimg`` and the report (``safeimg.report``)."""
+    """The SafeIMG tables as pivots of the long rows (``res["scores"]``): per table, one pivot
+    per registered metric in its scope (the metric's header after the title when the table has
+    several), one column per category (Table 2, real accuracy, Table 3), level or label, one
+    row per model (Δ(l): per model and scope). Shared by ``forenset safeimg`` and the report
+    (``safeimg.report``)."""
     rows = res.get("scores") or []
     cols = list(columns or [*categories(), "Overall"])
 
-    def one(title: str, metric: str, index: tuple[str, ...], headers: tuple[str, ...],
+    def one(title: str, table: str, index: tuple[str, ...], headers: tuple[str, ...],
             **where: str) -> list[tuple[str, Pivot]]:  # fmt: skip
-        mine = [
-            r for r in rows
-            if r["metric"] == metric and all(r[k] == v for k, v in where.items())
-        ]  # fmt: skip
-        p = pivot(mine, index, [scorer("safeimg", metric)], index_headers=headers,
-                  by="column", by_order=cols)  # fmt: skip
-        return [(title, p)]
+        found = []
+        metrics = table_metrics(table)
+        for s in metrics:
+            mine = [
+                r for r in rows
+                if r["table"] == table and r["metric"] == s.name
+                and all(r[k] == v for k, v in where.items())
+            ]  # fmt: skip
+            p = pivot(mine, index, [s], index_headers=headers, by="column", by_order=cols)
+            found.append((f"{title}: {s.header}" if len(metrics) > 1 else title, p))
+        return found
 
     out: list[tuple[str, Pivot]] = []
     for name in SUBSETS:
-        out += one(f"Table 2 - AI detection rate (%) on {name} (eq. 12)", "detection_rate",
-                   ("detector",), ("model",), table="table2", set=name)  # fmt: skip
+        out += one(f"Table 2 - AI detection rate (%) on {name} (eq. 12)", "table2",
+                   ("detector",), ("model",), set=name)  # fmt: skip
     out += one("Real-image accuracy (%) on D_real", "real_accuracy", ("detector",), ("model",))
-    out += one("AI detection rate (%) by propagation level on D_SafeIMG", "detection_rate",
-               ("detector",), ("model",), table="propagation")  # fmt: skip
-    matcher = res.get("matcher", "")
-    for metric, header in (("human_covered", "Human Covered by AI"),
-                           ("ai_supported", "AI Supported by Human")):  # fmt: skip
-        out += one(f"Table 3 - Human-AI alignment (%) on D_ann, matcher {matcher}: {header}",
-                   metric, ("detector",), ("model",))  # fmt: skip
+    out += one("AI detection rate (%) by propagation level on D_SafeIMG", "propagation",
+               ("detector",), ("model",))  # fmt: skip
+    out += one(f"Table 3 - Human-AI alignment (%) on D_ann, matcher {res.get('matcher', '')}",
+               "table3", ("detector",), ("model",))  # fmt: skip
     out += one("Hit rate (%) per artefact label (over anomalies)", "hit_rate", ("detector",),
                ("model",))  # fmt: skip
     out += one("Δ(l) (eq. 13, points) per scope", "delta", ("detector", "set"), ("model", "scope"))
