@@ -26,11 +26,15 @@ def recipe() -> dict[str, str]:
     blocks = re.findall(r"```python\n(.*?)```", part, re.S)
     out = {}
     for body in blocks:
-        if "ItemMean(" in body:
+        if "ItemMean(" in body and "scope=" in body:
+            out["reward_module"] = body
+        elif "ItemMean(" in body:
             out["module"] = body
         elif '"evaluation": {' in body:
             out["registry"] = body
-    assert set(out) == {"module", "registry"}, sorted(out)
+        elif '"reward": {' in body:
+            out["reward_registry"] = body
+    assert set(out) == {"module", "registry", "reward_module", "reward_registry"}, sorted(out)
     return out
 
 
@@ -97,3 +101,71 @@ def test_the_recipe_metric_reaches_the_stage_cli_and_report(words_metric, tmp_pa
     assert f"{a[words_metric]:.3f} [" in row
     section = evaluation_section(store, connect(store, ["eval_scores"]))
     assert "<th>words</th>" in section
+
+
+REWARD_MODULE = "forenset.benchmarks.reward.scorers.no_verdict"
+
+
+@pytest.fixture
+def no_verdict_metric(tmp_path, monkeypatch):
+    """The reward recipe's module and registry line, placed as CONTRIBUTING says."""
+    import forenset.benchmarks.reward.scorers as reward_scorers
+
+    r = recipe()
+    folder = tmp_path / "reward_scorers"
+    folder.mkdir()
+    (folder / "no_verdict.py").write_text(r["reward_module"])
+    monkeypatch.setattr(reward_scorers, "__path__", [*reward_scorers.__path__, str(folder)])
+    name, target = re.search(r'"(no_verdict)": "([\w.:]+)"', r["reward_registry"]).groups()
+    after = re.search(r'"(\w+)": "[\w.:]+",\n\s+"no_verdict"', r["reward_registry"]).group(1)
+    family = {}
+    for k, v in registry.BUILTIN["reward"].items():
+        family[k] = v
+        if k == after:
+            family[name] = target
+    monkeypatch.setitem(registry.BUILTIN, "reward", family)
+    yield name
+    sys.modules.pop(REWARD_MODULE, None)
+    registry._load.cache_clear()
+
+
+def test_the_reward_recipe_metric_is_scored_by_the_stage_and_shown_by_the_tables(
+    no_verdict_metric,
+):
+    """reward_scores (no stage change) scores it on every policy_accuracy group, and the
+    tables that ``forenset reward`` and the report print show it as a column."""
+    from types import SimpleNamespace
+
+    import duckdb
+    import pyarrow as pa
+
+    from forenset.benchmarks.reward.config import RewardConfig
+    from forenset.benchmarks.reward.report import reward_tables
+    from forenset.benchmarks.reward.stages.reward_scores import RewardScores
+    from forenset.tasks.base import StageContext
+
+    answers = [("real", "real"), ("real", None), ("fake", "fake"), ("fake", "real")]
+    batch = pa.Table.from_pylist(
+        [
+            {"input": "reward_responses", "response_id": f"r{i}", "policy": "p",
+             "generator": "g" if lab == "fake" else "real", "label": lab, "verdict": v}
+            for i, (lab, v) in enumerate(answers)
+        ]
+    )  # fmt: skip
+    cfg = SimpleNamespace(reward=RewardConfig(intervals={"min_n": 1}), seed=3)
+    stage = RewardScores(StageContext(None, cfg))  # type: ignore[arg-type]
+    rows = stage.process(batch).to_pylist()
+    got = {(r["group"], r["metric"]): r for r in rows}
+    assert got[("overall", no_verdict_metric)]["value"] == 0.25
+    assert got[("real", no_verdict_metric)]["value"] == 0.5
+    assert got[("fake", no_verdict_metric)]["value"] == 0.0
+    assert got[("overall", "accuracy")]["value"] == 0.5  # the built-ins are scored as before
+    con = duckdb.connect()
+    con.register("reward_scores", pa.Table.from_pylist(rows))
+    con.execute(
+        "CREATE TABLE reward_labels AS SELECT 't' AS triplet_id, 'ok' AS status, "
+        "false AS tied, 'First' AS label"
+    )
+    (t12,) = [t for t in reward_tables(con).tables if t.title.startswith("Tables 1-2")]
+    assert "no verdict overall" in t12.headers and "acc overall" in t12.headers
+    assert t12.rows[0][t12.headers.index("no verdict overall")].startswith("25.00")

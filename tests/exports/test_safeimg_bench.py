@@ -264,7 +264,31 @@ def test_scores_from_detections_hand_computed(run, tmp_path):
     assert "caveat" not in loose["table2"]["D_SafeIMG"]["d/complex"]["Overall"]
     text = format_tables(res)
     assert "Table 2" in text and "Table 3" in text and "SIMULATED" not in text
-    assert "95% CI" in text and "n.m." in text and "below the minimum of 10" in text
+    assert "95% CI" in text and "not meaningful (" in text and "below the minimum of 10" in text
+    # adding a metric = its scorer + a registry entry in scope of a table: score() scores it on
+    # that table's items (the built-ins keep their numbers), the CLI's and report's pivots show it
+    from forenset.benchmarks.common import scoring
+    from forenset.benchmarks.safeimg.sets import pivots
+
+    before = res
+    unsure = scoring.ItemMean(
+        "unparsed", "unparsed answers", lambda i: float(i["answer"] not in ("real", "fake")),
+        needs=("answer",), scope={"table": ("table2",)}, percent=True,
+    )  # fmt: skip
+    scoring.register("safeimg", unsure)
+    try:
+        res = run_safeimg(run, per_category=5, seed=1, out=tmp_path / "f")
+        titles = [t for t, _ in pivots(res)]
+        text = format_tables(res)
+    finally:
+        scoring.unregister("safeimg", "unparsed")
+    assert res["table2"] == before["table2"] and res["table3"] == before["table3"]
+    mine = {r["score_id"]: r for r in res["scores"] if r["metric"] == "unparsed"}
+    overall = mine["table2/unparsed/d/complex/D_SafeIMG/Overall"]
+    assert overall["value"] == 0.0 and overall["n"] == 3
+    assert len(res["scores"]) == len(before["scores"]) + len(mine)
+    assert "Table 2 - AI detection rate (%) on D_SafeIMG (eq. 12): unparsed answers" in titles
+    assert "on D_SafeIMG (eq. 12): unparsed answers" in text
     datasets = pytest.importorskip("datasets")
     ds = datasets.load_dataset(
         "parquet", data_files=str(tmp_path / "b" / "D_ann.parquet"), split="train"

@@ -9,6 +9,7 @@ from sklearn.metrics import f1_score
 
 from forenset.benchmarks.common import scoring
 from forenset.benchmarks.common.scoring import (
+    GroupStatistic,
     IntervalsConfig,
     ItemMean,
     Scorer,
@@ -160,7 +161,7 @@ def test_long_schema_columns():
 def test_registry_lists_loads_and_registers():
     for family in scoring.registry.families():
         for s in scoring.scorers(family):
-            assert isinstance(s, Scorer) and s.header, s
+            assert isinstance(s, Scorer | GroupStatistic) and s.header, s
     with pytest.raises(scoring.registry.UnknownMetric):
         scoring.scorer("evaluation", "nope")
     extra = ItemMean("extra", "extra", lambda i: 1.0)
@@ -190,3 +191,69 @@ def test_every_registered_metric_is_documented():
             assert f"`{name}`" in doc, (
                 f"{name} ({family}) is not documented in {FAMILY_DOCS[family]}"
             )
+
+
+def test_ratio_counts_the_denominator_and_resamples_items():
+    """A Ratio's n is its denominator's sum; its value and every resample are sum / sum."""
+    from forenset.benchmarks.common.scoring import Ratio
+
+    first = Ratio("pb", "pb", lambda i: (float(i == "F"), float(i in "FS")), shift=0.5)
+    items = ["F", "F", "S", "T", "F"]
+    assert first.score(items).value == pytest.approx(3 / 4 - 0.5)
+    assert first.count(items) == 4 and len(first.sample(items)) == 5
+    assert first.score(["T"]).value is None and first.score(["T"]).reason
+    x = first.sample(items)
+    assert first.statistic(x[None, [3, 3]])[0] != first.statistic(x[None, [3, 3]])[0]  # NaN
+    ci = bootstrap(x, first.statistic, resamples=200, level=0.9, seed=1)
+    assert ci is not None and ci[0] <= 0.25 <= ci[1]
+
+
+def test_units_bootstrap_recomputes_a_group_statistic_per_draw():
+    """Draws of whole units in drawn order; a failing draw is counted, and voids all with
+    strict; the reward arena's Elo / win-rate scorers give elo_intervals' intervals."""
+    from forenset.benchmarks.common.scoring import units_bootstrap
+    from forenset.benchmarks.reward.scorers import arena
+    from forenset.benchmarks.reward.scorers.metrics import Game, elo_intervals
+
+    games = [Game("a", "b", c) for c in ("First", "First", "Second", "Tie", "BothBad")] + [
+        Game("b", "c", "First"),
+        Game("a", "c", "Second"),
+    ]
+    base = sorted(games, key=lambda g: (g.first, g.second, g.choice))
+    names = ["a", "b", "c"]
+    params = {"k": 32.0, "shuffles": 5, "seed": 0}
+    old = elo_intervals(games, names, 32.0, 300, [1, 2], level=0.9)
+    for metric, want in ((arena.ELO, old.elo), (arena.WIN_RATE, old.win_rate)):
+        got, failed = units_bootstrap(
+            base, lambda d, m=metric: m.resample(d, names, params), resamples=300, level=0.9,
+            seed=[1, 2],
+        )  # fmt: skip
+        assert failed == 0 and got == {p: v for p, v in want.items() if v is not None}
+    assert set(arena.ELO.values(games, names, params)) == set(names)
+    assert arena.GAMES.resample(games, names, params) is None and arena.GAMES.no_interval
+
+    def flaky(draw):
+        if draw[0] == 0:
+            raise ArithmeticError("no fit")
+        return {"s": float(sum(draw))}
+
+    got, failed = units_bootstrap([0, 1, 2], flaky, resamples=50, level=0.9, seed=0)
+    assert failed > 0 and got["s"][0] <= got["s"][1]
+    assert units_bootstrap([0, 1, 2], flaky, resamples=50, level=0.9, seed=0, strict=True) == (
+        {},
+        failed,
+    )
+
+
+def test_pivot_by_a_group_field_makes_its_values_the_columns():
+    rows = [
+        {"model": m, "cat": c, "metric": "a", "value": v, "n": n}
+        for m, c, v, n in (("x", "P2", 0.5, 20), ("x", "P1", 0.25, 12), ("y", "P1", None, 0))
+    ]
+    a = ItemMean("a", "A", lambda i: 1.0, percent=True)
+    p = pivot(rows, ["model"], [a], by="cat", by_order=["P1", "P2"])
+    assert p.headers == ["model", "n", "P1", "P2"]
+    assert p.rows[0] == ["x", "20", "25.00 n=12", "50.00"]
+    assert p.rows[1][2] == scoring.DASH and p.rows[1][3] == scoring.DASH
+    two = pivot(rows, ["model"], [a, ItemMean("b", "B", lambda i: 1.0)], by="cat")
+    assert two.headers == p.headers  # only metrics with rows are shown (no prefix for one)

@@ -1,16 +1,22 @@
 """The reward benchmark's tables from the reward_scores and reward_labels views, shaped like
 XAIGID-RewardBench's: Tables 1-2 (policy accuracy overall / real / fake / per generator),
 Tables 3 and 5 (policy Elo from the labels; a human-written policy is one more row), Table 4
-(judges' Acc(4) / Acc(2), with position bias), Elo from each judge's labels, inter-annotator
-agreement, and the tied triplets left for manual resolution.
+(judges' Acc(4) / Acc(2)), position bias and swap consistency (Fig. 3), Elo from each judge's
+labels, inter-annotator agreement, and the tied triplets left for manual resolution.
 
-Shared by ``forenset reward`` (Rich tables) and the HTML report, so both show the same numbers.
+Every table is the shared :func:`~forenset.benchmarks.common.scoring.pivot` of the long rows,
+with one column per registered reward metric in scope of its ``table`` (registry order), so a
+metric added to ``scoring.BUILTIN["reward"]`` shows up here and in ``forenset reward`` with no
+change to this module. Shared by the CLI (Rich tables) and the HTML report.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from forenset.benchmarks.common.scoring import Metric, Pivot, pivot, scorers
 
 DASH = "\u2014"
 
@@ -29,156 +35,87 @@ class RewardTables:
     ties: list[str] = field(default_factory=list)
 
 
-def pct(v: float | None) -> str:
-    return DASH if v is None else f"{100 * v:.2f}%"
-
-
-def num(v: float | None, digits: int = 1) -> str:
-    return DASH if v is None else f"{v:.{digits}f}"
-
-
-NOT_MEANINGFUL = "not meaningful"
-
-
-def cell(
-    r: dict[str, Any] | None,
-    fmt: Any = pct,
-    notes: list[str] | None = None,
-    where: str = "",
-    with_n: bool = True,
-) -> str:
-    """One number as the tables show it: value [95 % interval] and n; a dash when null; "not
-    meaningful" when the row has a caveat (the caveat goes to ``notes``, never a number)."""
-    if r is None or r.get("value") is None:
-        return DASH
-    if r.get("caveat"):
-        if notes is not None:
-            notes.append(f"{where}: not meaningful ({r['caveat']})")
-        return f"{NOT_MEANINGFUL} (n={r['n']})"
-    out = fmt(r["value"])
-    if r.get("ci_low") is not None:
-        out += f" [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
-    return out + (f" n={r['n']}" if with_n else "")
-
-
 def _rows(con: Any, sql: str) -> list[dict[str, Any]]:
     cur = con.execute(sql)
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
 
+def metrics(table: str) -> list[Metric]:
+    """The registered reward metrics that score ``table``'s groups, in registry order."""
+    return [s for s in scorers("reward") if table in s.scope.get("table", ())]
+
+
+def _add(
+    out: RewardTables, title: str, rows: list[dict[str, Any]], table: str,
+    index: Sequence[str], headers: Sequence[str], order: Any = None, by: str | None = None,
+    by_order: Sequence[str] = (),
+) -> Pivot | None:  # fmt: skip
+    """Pivot ``rows`` into one table (columns from the registry) and collect its notes."""
+    if not rows:
+        return None
+    p = pivot(rows, index, metrics(table), index_headers=headers, by=by, by_order=by_order)
+    body = p.rows
+    if order is not None:
+        keys = sorted(p.cells, key=lambda k: tuple("" if v is None else str(v) for v in k))
+        body = [r for _, r in sorted(zip(keys, p.rows, strict=True), key=lambda kr: order(kr[0]))]
+    out.tables.append(RewardTable(title, p.headers, body))
+    out.notes += [f"{title.split(':')[0]}: {line}" for line in p.note_lines()]
+    return p
+
+
 def reward_tables(con: Any) -> RewardTables:
     """All tables from a DuckDB connection with ``reward_scores`` and ``reward_labels`` views:
-    the long rows pivoted to the paper's shapes, each number with its interval and n."""
+    the long rows pivoted to the paper's shapes, each number with its interval, n and caveat
+    (``not meaningful (why)`` in place of a number)."""
     s = _rows(con, "SELECT * FROM reward_scores WHERE status = 'ok' ORDER BY score_id")
-    # (table, subject, group, labels_from) -> metric -> row
-    g: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
-    for r in s:
-        g.setdefault((r["table"], r["subject"], r["group"], r["labels_from"]), {})[r["metric"]] = r
     out = RewardTables()
-    caveats: list[str] = []
-    acc = {k: v["accuracy"] for k, v in g.items() if k[0] == "policy_accuracy"}
-    gens = sorted({k[2] for k in acc} - {"overall", "real", "fake"})
-    heads = ["policy", "overall acc", "real acc", "fake acc", *gens]
-    cells: dict[str, dict[str, dict[str, Any]]] = {}
-    for k, r in acc.items():
-        cells.setdefault(k[1], {})[k[2]] = r
-    rows = [
-        [p, *(cell(gr.get(c), pct, caveats, f"{p} {c} acc") for c in ("overall", "real", "fake",
-                                                                       *gens))]
-        for p, gr in sorted(cells.items(), key=lambda kv: -(kv[1]["overall"]["value"] or 0))
-    ]  # fmt: skip
-    out.tables.append(
-        RewardTable("Tables 1-2: policy accuracy (detection) [95% CI] n", heads, rows)
-    )
-    elo = {k: v for k, v in g.items() if k[0] == "elo"}
-    sources = {r["labels_source"] for r in s if r["labels_source"]}
-    judges = sorted({k[1] for k in g if k[0] == "judge_accuracy"})
-    for src in sorted({k[3] for k in elo}, key=lambda x: (x in judges, x)):
-        mine = sorted((v for k, v in elo.items() if k[3] == src), key=lambda m: m["rank"]["value"])
-        n = mine[0]["elo"]["n"] if mine else 0
+    part: dict[str, list[dict[str, Any]]] = {}
+    for r in s:
+        part.setdefault(r["table"], []).append(r)
+    sources = sorted({r["labels_source"] for r in s if r["labels_source"]})
+    src = ", ".join(sources) or "no"
+    acc = part.get("policy_accuracy", [])
+    overall = {r["subject"]: r["value"] or 0 for r in acc if r["group"] == "overall"}
+    _add(
+        out, "Tables 1-2: policy accuracy (detection, %) per set [95% CI]", acc,
+        "policy_accuracy", ("subject",), ("policy",), order=lambda k: (-overall.get(k[0], 0), k[0]),
+        by="group", by_order=("overall", "real", "fake"),
+    )  # fmt: skip
+    elo = part.get("elo", [])
+    judges = sorted({r["subject"] for r in part.get("judge_accuracy", [])})
+    ranks = {
+        (r["labels_from"], r["subject"]): r["value"] for r in elo if r["metric"] == "rank"
+    }  # fmt: skip
+    for frm in sorted({r["labels_from"] for r in elo}, key=lambda x: (x in judges, x)):
         title = (
-            f"Elo of policies from {src} judge labels"
-            if src in judges
-            else f"Tables 3/5: Elo of policies from {src} labels"
+            f"Elo of policies from {frm} judge labels"
+            if frm in judges
+            else f"Tables 3/5: Elo of policies from {frm} labels"
         )
-        out.tables.append(
-            RewardTable(
-                title + f" (n = {n} labelled games; mean Elo over shuffled orders, Bradley-Terry "
-                "beside it; [95% bootstrap CI over games])",
-                ["rank", "policy", "Elo", "BT", "games", "wins", "losses", "ties", "win rate"],
-                [
-                    [
-                        str(int(m["rank"]["value"])),
-                        m["elo"]["subject"],
-                        cell(m["elo"], num, caveats, f"{src}: {m['elo']['subject']} Elo", False),
-                        cell(m["bt"], num, caveats, f"{src}: {m['bt']['subject']} BT", False),
-                        *(str(int(m[c]["value"])) for c in ("games", "wins", "losses", "ties")),
-                        cell(
-                            m["win_rate"],
-                            lambda v: num(v, 3),
-                            caveats,
-                            f"{src}: {m['elo']['subject']} win rate",
-                            False,
-                        ),
-                    ]  # fmt: skip
-                    for m in mine
-                ],
-            )
-        )
-    rows = []
-    for j in judges:
-        sh = g.get(("judge_accuracy", j, "shown", _src(sources)), {})
-        sw = g.get(("judge_accuracy", j, "swapped", _src(sources)), {})
-        b = g.get(("position_bias", j, "shown", j), {})
-        rows.append(
-            [
-                j,
-                cell(sh.get("acc4"), pct, caveats, f"{j} 4-way acc"),
-                cell(sh.get("acc2"), pct, caveats, f"{j} 2-way acc"),
-                cell(sw.get("acc4"), pct, caveats, f"{j} 4-way swapped"),
-                cell(sw.get("acc2"), pct, caveats, f"{j} 2-way swapped"),
-                cell(b.get("position_bias"), lambda v: num(v, 3), caveats, f"{j} position bias"),
-                cell(
-                    b.get("swap_consistency"), lambda v: num(v, 3), caveats, f"{j} swap consistency"
-                ),
-            ]  # fmt: skip
-        )
-    rows.sort(key=lambda r: r[2], reverse=True)
-    src = ", ".join(sorted(sources)) or "no"
-    out.tables.append(
-        RewardTable(
-            f"Table 4: judges against {src} labels [95% CI over triplets] n",
-            [
-                "judge",
-                "4-way acc",
-                "2-way acc",
-                "4-way swapped",
-                "2-way swapped",
-                "position bias",
-                "swap consistency",
-            ],  # fmt: skip
-            rows,
-        )
-    )
-    a4 = g.get(("agreement", "annotators", "4-way", _src(sources)), {}).get("agreement")
-    a2 = g.get(("agreement", "annotators", "clear", _src(sources)), {}).get("agreement")
-    if a4 or a2:
-        out.notes.append(
-            f"inter-annotator agreement ({src}): {cell(a4, pct, caveats, '4-way agreement', False)}"
-            f" 4-way over {(a4 or {}).get('n')} pairs, "
-            f"{cell(a2, pct, caveats, 'clear agreement', False)} on clear winners over "
-            f"{(a2 or {}).get('n')} pairs (paper: 68.0% / 98.3%; intervals resample triplets)"
-        )
-    ab = g.get(("position_bias", "annotators", "shown", _src(sources)), {}).get("position_bias")
-    if ab:
-        out.notes.append(
-            "annotators' position bias (First share of clear choices - 0.5): "
-            + cell(ab, lambda v: num(v, 3), caveats, "annotators' position bias")
-        )
+        _add(
+            out, title + " (n = labelled games; mean Elo over shuffled orders, Bradley-Terry "
+            "beside it; [95% bootstrap CI over games])",
+            [r for r in elo if r["labels_from"] == frm], "elo", ("subject",), ("policy",),
+            order=lambda k, f=frm: (ranks.get((f, k[0])) or 0, k[0]),
+        )  # fmt: skip
+    _add(
+        out, f"Table 4: judges against {src} labels (%) [95% CI over triplets] n",
+        part.get("judge_accuracy", []), "judge_accuracy", ("subject", "group"),
+        ("judge", "order"),
+    )  # fmt: skip
+    _add(
+        out, "Fig. 3: choice shares (%), position bias (First share of clear choices - 0.5) and "
+        "swap consistency [95% CI]", part.get("position_bias", []), "position_bias",
+        ("subject",), ("rater",),
+    )  # fmt: skip
+    _add(
+        out, f"inter-annotator agreement ({src}, %; paper: 68.0% 4-way / 98.3% clear; "
+        "n = annotator pairs, intervals resample triplets)", part.get("agreement", []),
+        "agreement", ("group",), ("pairs",),
+    )  # fmt: skip
     if "simulated" in sources:
         out.notes.append("labels are SIMULATED (the documented noisy rule), not human judgments")
-    out.notes += caveats
     out.ties = [
         r["triplet_id"]
         for r in _rows(
@@ -187,7 +124,3 @@ def reward_tables(con: Any) -> RewardTables:
         )
     ]
     return out
-
-
-def _src(sources: set[str]) -> str | None:
-    return next(iter(sorted(sources)), None)

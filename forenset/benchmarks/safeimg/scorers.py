@@ -28,8 +28,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,12 +37,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from forenset.backends.llm.types import ChatRequest, ChatResult, LLMSettings
+from forenset.benchmarks.common.scorers.types import Score, null_score
 from forenset.benchmarks.common.scoring.intervals import (
     IntervalsConfig,
     bootstrap,
     degenerate,
     row_seed,
 )
+from forenset.benchmarks.common.scoring.protocol import Item, ItemMean, Scorer
 
 if TYPE_CHECKING:
     from forenset.backends.llm.cache import ResponseCache
@@ -341,13 +343,123 @@ def _delta(a: np.ndarray) -> np.ndarray:
         ].mean(axis=1)
 
 
+# -- the registry's SafeIMG metrics (scoring.BUILTIN["safeimg"]) -------------------------------
+# Items: one per image with its detector ``answer`` (detection rate, real accuracy), one per
+# annotated image with its ``human_covered`` / ``ai_supported`` value (None: undefined, left
+# out), one per human anomaly with ``hit``, and for Δ(l) one per generated annotated image with
+# ``has`` (the label is among its anomalies) and ``missed`` (a false negative).
+
+
 @dataclass(frozen=True)
+class SumMean(ItemMean):
+    """An :class:`ItemMean` whose value is sum / count in item order (Table 3's per-image
+    averages, as ``scores.json`` has always held them) rather than a compensated sum."""
+
+    def score(self, items: Sequence[Item]) -> Score:
+        vals = [float(v) for v in (self.value(i) for i in items) if isinstance(v, int | float)]
+        if not vals:
+            return null_score(self.name, self.empty_reason, model=self.model, backend=self.backend)
+        return Score(self.name, sum(vals) / len(vals), self.model, self.backend)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """Eq. 13 for one label: P(l | false negative) - P(l | all generated images), at image level;
+    the bootstrap resamples images and recomputes both shares (NaN: a draw with no miss)."""
+
+    name: str = "delta"
+    header: str = "Δ(l)"
+    needs: tuple[str, ...] = ("has", "missed")
+    scope: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    classes: tuple[str, ...] = ()
+    truth: str = "label"
+    percent: bool = True
+
+    def score(self, items: Sequence[Item]) -> Score:
+        fn = sum(bool(i["missed"]) for i in items)
+        if not items or not fn:
+            why = "no annotated images" if not items else "no false negative (missed image)"
+            return null_score(self.name, why, model="forenset", backend="offline")
+        hm = sum(bool(i["has"]) and bool(i["missed"]) for i in items)
+        value = hm / fn - sum(bool(i["has"]) for i in items) / len(items)
+        return Score(self.name, value, "forenset", "offline")
+
+    def sample(self, items: Sequence[Item]) -> np.ndarray | None:
+        rows = [[i["has"] and i["missed"], i["missed"], i["has"]] for i in items]
+        return np.asarray(rows, dtype=float).reshape(-1, 3)
+
+    def statistic(self, x: np.ndarray) -> np.ndarray:
+        return _delta(x)
+
+
+def _answered_ai(item: Item) -> float:
+    return float(is_ai(item["answer"]))
+
+
+def _answered_real(item: Item) -> float:
+    return float((item["answer"] or "").strip().lower() == "real")
+
+
+DETECTION_RATE = ItemMean(
+    "detection_rate", "AI detection rate", _answered_ai, needs=("answer",), percent=True,
+    empty_reason="no generated images", scope={"table": ("table2", "propagation")},
+)  # fmt: skip
+REAL_ACCURACY = ItemMean(
+    "real_accuracy", "real-image accuracy", _answered_real, needs=("answer",), percent=True,
+    empty_reason="no real images", scope={"table": ("real_accuracy",)},
+)  # fmt: skip
+HUMAN_COVERED = SumMean(
+    "human_covered", "Human Covered by AI", lambda i: i["human_covered"],
+    needs=("human_covered",), percent=True, empty_reason="no images",
+    scope={"table": ("table3",)},
+)  # fmt: skip
+AI_SUPPORTED = SumMean(
+    "ai_supported", "AI Supported by Human", lambda i: i["ai_supported"],
+    needs=("ai_supported",), percent=True, empty_reason="no images with rationales",
+    scope={"table": ("table3",)},
+)  # fmt: skip
+HIT_RATE = ItemMean(
+    "hit_rate", "hit rate", lambda i: float(bool(i["hit"])), needs=("hit",), percent=True,
+    empty_reason="no anomalies", scope={"table": ("hit_rate",)},
+)  # fmt: skip
+DELTA = Delta(scope={"table": ("delta",)})
+
+
+@dataclass
 class Intervals:
     """What every printed SafeIMG number carries (issue 31): a seeded percentile bootstrap over
-    its items (images; anomalies for the hit rate) and a caveat when the set is degenerate."""
+    its items (images; anomalies for the hit rate) and a caveat when the set is degenerate.
+    :meth:`metric` scores a registered SafeIMG metric on a group's items and keeps its long
+    row (``rows``: the table ``forenset safeimg`` and the report pivot)."""
 
     config: IntervalsConfig
     seed: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def metric(
+        self, name: str, items: Sequence[Item], key: str, group: Mapping[str, Any],
+        reason: str | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """The cell of the registered SafeIMG metric ``name`` on ``items`` (its interval
+        seeded by ``key``), also kept as a long row with ``group``'s fields."""
+        from forenset.benchmarks.common.scoring import scorer
+
+        s = scorer("safeimg", name)
+        assert isinstance(s, Scorer)
+        score = s.score(items)
+        x = s.sample(items)
+        if x is None:
+            x = np.zeros((0, 1))
+        c = self.cell(score.value, x, key, reason=reason or score.reason, stat=s.statistic)
+        self.rows.append(
+            {
+                "score_id": key, **group, "metric": name,
+                **{f: c.get(f) for f in ("value", "n", "ci_low", "ci_high", "ci_reason",
+                                         "reason", "caveat")},
+                "model": score.model or None, "backend": score.backend or None,
+            }
+        )  # fmt: skip
+        return c
 
     def cell(
         self, value: float | None, x: np.ndarray, key: str, *, reason: str | None = None,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forenset.benchmarks.common.scoring import Pivot, pivot, scorers
 from forenset.benchmarks.safeimg import scorers as m
 from forenset.exports.data import write_atomic, write_images
 from forenset.exports.labelstudio import ANOMALY_LABELS, TRIAGE_CHOICES, store_annotation_rows
@@ -295,26 +296,63 @@ def _box(bbox: str | None) -> m.Box | None:
     return (x0, y0, x1 - x0, y1 - y0)
 
 
-def _rate_cells(
-    d: dict[str, m.Rate], hits: dict[str, list[bool]], iv: m.Intervals, key: str
-) -> dict[str, Any]:
-    """Each rate with its n, interval (over the items of ``hits``) and caveat."""
-    return {k: iv.rate(r, hits.get(k, []), f"{key}/{k}") for k, r in d.items()}
+# The seed key of each built-in metric's cells as before they were registry scorers (so a rerun
+# keeps its intervals); a metric added later is seeded by "<table>/<metric>/<detector>/<set>".
+SEED_PREFIX = {
+    ("table2", "detection_rate"): "table2/{set}/{detector}",
+    ("propagation", "detection_rate"): "propagation/{detector}",
+    ("real_accuracy", "real_accuracy"): "real_accuracy/{detector}",
+    ("table3", "human_covered"): "hc/{detector}",
+    ("table3", "ai_supported"): "as/{detector}",
+    ("hit_rate", "hit_rate"): "hit/{detector}",
+    ("delta", "delta"): "delta/{detector}/{set}",
+}
 
 
-def _hits_by_group(
-    items: list[tuple[str, str | None]], order: Sequence[str], hit: Any
-) -> dict[str, list[bool]]:
-    """Per group (and Overall) the per-image outcomes behind ``rates_by_group``."""
-    out: dict[str, list[bool]] = {g: [] for g in order}
-    for g, a in items:
-        out.setdefault(g, []).append(hit(a))
-    out["Overall"] = [hit(a) for _, a in items]
+def table_metrics(table: str) -> list[Any]:
+    """The registered SafeIMG metrics whose ``scope`` names ``table``, in registry order."""
+    return [s for s in scorers("safeimg") if table in s.scope.get("table", ())]
+
+
+def _metric_cells(
+    groups: dict[str, list[dict[str, Any]]], iv: m.Intervals, group: dict[str, Any],
+    reason: str | Callable[[str], str | None] | None = None,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Every registered metric in scope of ``group["table"]`` on each column's items (``column``:
+    the category, level or label): metric -> column -> cell (n, interval, caveat), each kept as
+    a long row too. A metric whose ``needs`` no item carries is left out."""
+    out: dict[str, dict[str, Any]] = {}
+    everything = [i for items in groups.values() for i in items]
+    for s in table_metrics(group["table"]):
+        needs = getattr(s, "needs", ())
+        if everything and needs and not any(all(f in i for f in needs) for i in everything):
+            continue
+        fmt = SEED_PREFIX.get(
+            (group["table"], s.name), f"{group['table']}/{s.name}/{{detector}}/{{set}}"
+        )
+        key = fmt.format(**group)
+        out[s.name] = {
+            k: iv.metric(
+                s.name, items, f"{key}/{k}", {**group, "column": k},
+                reason(k) if callable(reason) else reason,
+            )
+            for k, items in groups.items()
+        }  # fmt: skip
     return out
 
 
-def _is_real(a: str | None) -> bool:
-    return (a or "").strip().lower() == "real"
+def _answers_by_group(
+    items: list[tuple[str, str | None]], order: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Per category in ``order`` (then any other, sorted) and Overall (every image, in order)
+    the images' answers as metric items."""
+    out: dict[str, list[dict[str, Any]]] = {g: [] for g in order}
+    extra: dict[str, list[dict[str, Any]]] = {}
+    for g, a in items:
+        (out if g in out else extra).setdefault(g, []).append({"answer": a})
+    out.update({g: extra[g] for g in sorted(extra)})
+    out["Overall"] = [{"answer": a} for _, a in items]
+    return out
 
 
 def score(
@@ -360,10 +398,10 @@ def score(
             items = [
                 (s["category"], clean[sid]["answer"]) for sid, s in pool.items() if sid in clean
             ]
-            out["table2"].setdefault(name, {})[model] = _rate_cells(
-                m.rates_by_group(items, order), _hits_by_group(items, order, m.is_ai), iv,
-                f"table2/{name}/{model}",
-            )  # fmt: skip
+            out["table2"].setdefault(name, {})[model] = _metric_cells(
+                _answers_by_group(items, order), iv,
+                {"table": "table2", "detector": model, "set": name},
+            )["detection_rate"]  # fmt: skip
         out["coverage"][model] = {
             "D_SafeIMG": [sum(s in clean for s in safe), len(safe)],
             "D_real": [sum(s in clean for s in reals), len(reals)],
@@ -373,25 +411,24 @@ def score(
             for sid, s in reals.items()
             if sid in clean
         ]
-        out["real_accuracy"][model] = _rate_cells(
-            m.rates_by_group(items, order, real=True), _hits_by_group(items, order, _is_real),
-            iv, f"real_accuracy/{model}",
-        )  # fmt: skip
-        if not reals:  # say why rather than "no real images" alone
-            for c in out["real_accuracy"][model].values():
-                c["reason"] = "no real images (D_real is empty)"
+        out["real_accuracy"][model] = _metric_cells(
+            _answers_by_group(items, order), iv,
+            {"table": "real_accuracy", "detector": model, "set": "D_real"},
+            # say why rather than "no real images" alone
+            None if reals else "no real images (D_real is empty)",
+        )["real_accuracy"]  # fmt: skip
         levels: dict[str, list[str | None]] = defaultdict(list)
         for r in rows:
             if r["sample_id"] in safe and r["sample_id"] in clean:  # the same images per level
                 levels[r["variant"] or "0x"].append(r["answer"])
-        out["propagation"][model] = _rate_cells(
-            {lv: m.ai_detection_rate(a) for lv, a in sorted(levels.items())},
-            {lv: [m.is_ai(x) for x in a] for lv, a in levels.items()}, iv,
-            f"propagation/{model}",
-        )  # fmt: skip
+        out["propagation"][model] = _metric_cells(
+            {lv: [{"answer": x} for x in a] for lv, a in sorted(levels.items())}, iv,
+            {"table": "propagation", "detector": model, "set": "D_SafeIMG"},
+        )["detection_rate"]  # fmt: skip
         out["table3"][model], out["hit_rate"][model], out["delta"][model] = _alignment(
             groups["ann"], safe, clean, order, judge, iv, model
         )
+    out["scores"] = list(iv.rows)  # the long rows: what the CLI and report pivot
     return out
 
 
@@ -424,25 +461,20 @@ def _alignment(ann, safe, clean, order, judge, iv: m.Intervals, model: str):
         per_cat[ann[sid]["category"]].append(al)
         per_cat["Overall"].append(al)
         pairs += [(a.label, h) for a, h in zip(anoms, al.hits, strict=True)]
+    t3_cells = _metric_cells(
+        {c: [vars(a) for a in per_cat.get(c, [])] for c in [*order, "Overall"]}, iv,
+        {"table": "table3", "detector": model, "set": "D_ann"},
+    )  # fmt: skip
     t3 = {
-        "Human Covered by AI": {
-            c: iv.mean([a.human_covered for a in per_cat.get(c, [])], "images", f"hc/{model}/{c}")
-            for c in [*order, "Overall"]
-        },
-        "AI Supported by Human": {
-            c: iv.mean(
-                [a.ai_supported for a in per_cat.get(c, [])],
-                "images with rationales",
-                f"as/{model}/{c}",
-            )
-            for c in [*order, "Overall"]
-        },
+        "Human Covered by AI": t3_cells["human_covered"],
+        "AI Supported by Human": t3_cells["ai_supported"],
         "judge_failures": failed,
     }
-    hit = {
-        lab: iv.rate(r, [h for la, h in pairs if la == lab], f"hit/{model}/{lab}")
-        for lab, r in m.hit_rate_per_label(pairs, ANOMALY_LABELS).items()
-    }
+    hit = _metric_cells(
+        {lab: [{"hit": h} for la, h in pairs if la == lab] for lab in ANOMALY_LABELS}, iv,
+        {"table": "hit_rate", "detector": model, "set": "D_ann"},
+        lambda lab: f"no {lab} anomalies",
+    )["hit_rate"]  # fmt: skip
     cats = categories()
     labelled = [
         (
@@ -460,11 +492,15 @@ def _alignment(ann, safe, clean, order, judge, iv: m.Intervals, model: str):
         "Overall": order,
     }
     delta = {
-        sc: iv.delta(
-            [(ls, fn) for c, ls, fn in labelled if c in cs], ANOMALY_LABELS, f"delta/{model}/{sc}"
-        )
+        sc: _metric_cells(
+            {
+                lab: [{"has": lab in ls, "missed": fn} for c, ls, fn in labelled if c in cs]
+                for lab in ANOMALY_LABELS
+            },
+            iv, {"table": "delta", "detector": model, "set": sc},
+        )["delta"]
         for sc, cs in scopes.items()
-    }
+    }  # fmt: skip
     return t3, hit, delta
 
 
@@ -533,40 +569,49 @@ def run_safeimg(
     return res
 
 
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}"
+def pivots(res: dict[str, Any], columns: Sequence[str] | None = None) -> list[tuple[str, Pivot]]:
+    """The SafeIMG tables as pivots of the long rows (``res["scores"]``): per table, one pivot
+    per registered metric in its scope (the metric's header after the title when the table has
+    several), one column per category (Table 2, real accuracy, Table 3), level or label, one
+    row per model (Δ(l): per model and scope). Shared by ``forenset safeimg`` and the report
+    (``safeimg.report``)."""
+    rows = res.get("scores") or []
+    cols = list(columns or [*categories(), "Overall"])
 
+    def one(title: str, table: str, index: tuple[str, ...], headers: tuple[str, ...],
+            **where: str) -> list[tuple[str, Pivot]]:  # fmt: skip
+        found = []
+        metrics = table_metrics(table)
+        for s in metrics:
+            mine = [
+                r for r in rows
+                if r["table"] == table and r["metric"] == s.name
+                and all(r[k] == v for k, v in where.items())
+            ]  # fmt: skip
+            p = pivot(mine, index, [s], index_headers=headers, by="column", by_order=cols)
+            found.append((f"{title}: {s.header}" if len(metrics) > 1 else title, p))
+        return found
 
-W = 12  # column width of the plain-text tables
-
-
-def _lines(label: str, cells: dict[str, Any], cols: Sequence[str], notes: list[str]) -> list[str]:
-    """A model's row as three lines: the values (n.m. = not meaningful, its caveat to
-    ``notes``), their 95 % intervals and their n."""
-    vals, cis, ns = [], [], []
-    for c in cols:
-        x = cells.get(c) or {}
-        v = x.get("value")
-        if v is not None and x.get("caveat"):
-            notes.append(f"{label} {c}: {x['caveat']}")
-            vals.append("n.m.")
-        else:
-            vals.append(_pct(v))
-        lo, hi = x.get("ci_low"), x.get("ci_high")
-        cis.append("-" if lo is None else f"{_pct(lo)}-{_pct(hi)}")
-        ns.append(str(x.get("n", "-")))
-    return [
-        label[:27].ljust(28) + "".join(v.rjust(W) for v in vals),
-        "  95% CI".ljust(28) + "".join(v.rjust(W) for v in cis),
-        "  n".ljust(28) + "".join(v.rjust(W) for v in ns),
-    ]
+    out: list[tuple[str, Pivot]] = []
+    for name in SUBSETS:
+        out += one(f"Table 2 - AI detection rate (%) on {name} (eq. 12)", "table2",
+                   ("detector",), ("model",), set=name)  # fmt: skip
+    out += one("Real-image accuracy (%) on D_real", "real_accuracy", ("detector",), ("model",))
+    out += one("AI detection rate (%) by propagation level on D_SafeIMG", "propagation",
+               ("detector",), ("model",))  # fmt: skip
+    out += one(f"Table 3 - Human-AI alignment (%) on D_ann, matcher {res.get('matcher', '')}",
+               "table3", ("detector",), ("model",))  # fmt: skip
+    out += one("Hit rate (%) per artefact label (over anomalies)", "hit_rate", ("detector",),
+               ("model",))  # fmt: skip
+    out += one("Δ(l) (eq. 13, points) per scope", "delta", ("detector", "set"), ("model", "scope"))
+    return out
 
 
 def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> str:
-    """Plain-text Tables 2-3 (percent), in the paper's column order; every number with its 95 %
-    bootstrap interval and n, "n.m." (not meaningful) where its set is degenerate."""
-    cols = list(columns or [*categories(), "Overall"])
-    notes: list[str] = []
+    """Plain-text Tables 2-3 (percent), in the paper's column order: the long rows of
+    ``res["scores"]`` pivoted by the shared ``scoring.pivot`` (:func:`pivots`),
+    every number with its 95 % bootstrap interval and n, "not meaningful (why)" where its set
+    is degenerate."""
     lines = [
         f"SafeIMG: {json.dumps(res['counts'])}"
         + ("  [SIMULATED annotations: demo only]" if res.get("simulated_annotations") else "")
@@ -578,47 +623,17 @@ def format_tables(res: dict[str, Any], columns: Sequence[str] | None = None) -> 
         )
     iv = res.get("intervals") or {}
     lines.append(
-        f"intervals: {iv.get('resamples')} bootstrap resamples over images (hit rate: anomalies),"
-        f" {iv.get('level')} percentile; n.m. = not meaningful (n below {iv.get('min_n')})"
+        f"each number: value [95% CI] ({iv.get('resamples')} bootstrap resamples over images; hit"
+        f" rate: anomalies; {iv.get('level')} percentile) and n=… where it differs from the row's"
+        f" n; not meaningful below {iv.get('min_n')} items"
     )
-    head = "Model".ljust(28) + "".join(c.rjust(W) for c in cols)
-    for name in SUBSETS:
-        lines += [f"\nTable 2 - AI detection rate (%) on {name}", head]
-        for model, cells in res["table2"].get(name, {}).items():
-            lines += _lines(f"{model} {name}", cells, cols, notes)
-    lines += ["\nReal-image accuracy (%) on D_real", head]
-    for model, cells in res["real_accuracy"].items():
-        lines += _lines(f"{model} D_real", cells, cols, notes)
-        why = {c.get("reason") for c in cells.values() if c.get("value") is None}
-        if cells and all(c.get("value") is None for c in cells.values()):
-            lines.append(f"  {model}: {', '.join(sorted(w for w in why if w))}")
-    lines += ["\nAI detection rate (%) by propagation level on D_SafeIMG"]
-    for model, cells in res["propagation"].items():
-        lv = list(cells)
-        lines += ["Level".ljust(28) + "".join(c.rjust(W) for c in lv)]
-        lines += _lines(f"{model} propagation", cells, lv, notes)
-    lines += [
-        f"\nTable 3 - Human-AI alignment (%) on D_ann, matcher {res['matcher']}",
-        "Metric".ljust(28) + "".join(c.rjust(W) for c in cols),
-    ]
-    for model, t3 in res["table3"].items():
-        for metric in ("Human Covered by AI", "AI Supported by Human"):
-            lines += _lines(f"{metric} [{model}]", t3[metric], cols, notes)
-    lines += ["\nHit rate (%) per artefact label (over anomalies)"]
-    for model, cells in res["hit_rate"].items():
-        labs = list(cells)
-        lines += ["Label".ljust(28) + "".join(c.rjust(W) for c in labs)]
-        lines += _lines(f"{model} hit rate", cells, labs, notes)
-    lines += ["\nDelta(l) (eq. 13, points) Overall"]
-    for model, sc in res["delta"].items():
-        labs = list(sc["Overall"])
-        lines += ["Label".ljust(28) + "".join(c.rjust(W) for c in labs)]
-        lines += _lines(f"{model} delta", sc["Overall"], labs, notes)
-        delta_why = sorted(
-            {c.get("reason") for c in sc["Overall"].values() if c.get("value") is None} - {None}
-        )
-        if delta_why:
-            lines.append(f"  {model} delta: {'; '.join(delta_why)}")
-    if notes:
-        lines += ["\nNot meaningful:"] + [f"  {n}" for n in notes]
+    for title, p in pivots(res, columns):
+        widths = [max(len(x) for x in col) for col in zip(p.headers, *p.rows, strict=True)]
+        lines += ["", title]
+        if not p.rows:
+            lines.append("  (no model answered these images)")
+            continue
+        for row in [p.headers, *p.rows]:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        lines += [f"  {n}" for n in p.note_lines()]
     return "\n".join(lines)

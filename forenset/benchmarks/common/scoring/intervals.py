@@ -15,6 +15,7 @@ value but carry a ``caveat``, and displays print "not meaningful (caveat)" in it
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -74,6 +75,46 @@ def bootstrap(
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(values, [alpha, 1.0 - alpha])
     return float(lo), float(hi)
+
+
+def units_bootstrap(
+    units: Sequence[object],
+    statistic: Callable[[list[object]], dict[str, float]],
+    *,
+    resamples: int,
+    level: float,
+    seed: Sequence[int] | int,
+    strict: bool = False,
+) -> tuple[dict[str, tuple[float, float] | None], int]:
+    """Percentile intervals of a per-subject group statistic (a :class:`GroupStatistic`, e.g.
+    Elo over games), as public arenas compute them: each round draws len(units) units with
+    replacement, in the drawn order, and recomputes ``statistic`` on that draw. Returns each
+    subject's interval (None: no draw defined it) and the number of draws on which the statistic
+    raised ``ArithmeticError``; with ``strict`` any such draw leaves every interval None."""
+    if not units or resamples < 1:
+        return {}, 0
+    rng = np.random.default_rng(seed)
+    per: dict[str, list[float]] = {}
+    failed = 0
+    for _ in range(resamples):
+        draw = [units[i] for i in rng.integers(0, len(units), len(units))]
+        try:
+            got = statistic(draw)
+        except ArithmeticError:
+            failed += 1
+            continue
+        for k, v in got.items():
+            per.setdefault(k, []).append(v)
+    if strict and failed:
+        return {}, failed
+    alpha = (1.0 - level) / 2.0
+    out: dict[str, tuple[float, float] | None] = {}
+    for k, vals in per.items():
+        finite = [v for v in vals if math.isfinite(v)]
+        if finite:
+            lo, hi = np.quantile(np.asarray(finite, dtype=float), [alpha, 1.0 - alpha])
+            out[k] = (float(lo), float(hi))
+    return out, failed
 
 
 NO_REALS = "the set has no real images"

@@ -12,29 +12,32 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from forenset.benchmarks.common.scoring.protocol import Scorer
+from forenset.benchmarks.common.scoring.protocol import Metric
 
 DASH = "\u2014"
 NOT_MEANINGFUL = "not meaningful ({})"
 
 
-def number(value: float | None, percent: bool) -> str:
+def number(value: float | None, percent: bool, digits: int | None = None) -> str:
+    """x100 with 2 decimals for a percent metric, else ``digits`` (the metric's, default 3)."""
     if value is None:
         return DASH
-    return f"{100 * value:.2f}" if percent else f"{value:.3f}"
+    if percent:
+        return f"{100 * value:.2f}"
+    return f"{value:.{3 if digits is None else digits}f}"
 
 
-def cell(row: Mapping[str, Any] | None, scorer: Scorer, n: int | None = None) -> str:
+def cell(row: Mapping[str, Any] | None, scorer: Metric, n: int | None = None) -> str:
     """One long row as display text (module doc); a missing row is a dash."""
     if row is None or row.get("value") is None:
         return DASH
     if row.get("caveat"):
         return NOT_MEANINGFUL.format(row["caveat"])
-    text = number(row["value"], scorer.percent)
+    digits = getattr(scorer, "digits", None)
+    text = number(row["value"], scorer.percent, digits)
     if row.get("ci_low") is not None and row.get("ci_high") is not None:
-        text += (
-            f" [{number(row['ci_low'], scorer.percent)}, {number(row['ci_high'], scorer.percent)}]"
-        )
+        lo, hi = (number(row[k], scorer.percent, digits) for k in ("ci_low", "ci_high"))
+        text += f" [{lo}, {hi}]"
     if n is not None and row.get("n") is not None and row["n"] != n:
         text += f" n={row['n']}"
     return text
@@ -57,20 +60,37 @@ class Pivot:
 def pivot(
     rows: Iterable[Mapping[str, Any]],
     index: Sequence[str],
-    scorers: Sequence[Scorer],
+    scorers: Sequence[Metric],
     *,
     index_headers: Sequence[str] | None = None,
     label: Mapping[str, Any] | None = None,
+    by: str | None = None,
+    by_order: Sequence[Any] = (),
 ) -> Pivot:
     """One display row per distinct ``index`` value (sorted), one column per scorer that has a
-    row anywhere, in registry order. ``label`` maps an index field to a function formatting it."""
+    row anywhere, in registry order. ``label`` maps an index field to a function formatting it.
+    ``by``: a group field whose values become the columns (the paper's category columns), per
+    scorer, in ``by_order`` (then the other values, sorted); a header is the value, prefixed by
+    the scorer's header when more than one scorer is shown."""
     label = label or {}
     by_key: dict[tuple, dict[str, Mapping[str, Any]]] = {}
     for row in rows:
-        by_key.setdefault(tuple(row[f] for f in index), {})[row["metric"]] = row
-    present = {m for got in by_key.values() for m in got}
+        col = row["metric"] if by is None else (row["metric"], row[by])
+        by_key.setdefault(tuple(row[f] for f in index), {})[col] = row  # type: ignore[index]
+    present = {c if by is None else c[0] for got in by_key.values() for c in got}
     shown = [s for s in scorers if s.name in present]
-    out = Pivot([*(index_headers or index), "n", *(s.header for s in shown)], cells=by_key)
+    if by is None:
+        cols: list[tuple[Metric, Any, str]] = [(s, s.name, s.header) for s in shown]
+    else:
+        seen = {c[1] for got in by_key.values() for c in got}
+        values = [v for v in by_order if v in seen]
+        values += sorted((v for v in seen if v not in values), key=str)
+        cols = [
+            (s, (s.name, v), str(v) if len(shown) == 1 else f"{s.header} {v}")
+            for s in shown
+            for v in values
+        ]
+    out = Pivot([*(index_headers or index), "n", *(h for _, _, h in cols)], cells=by_key)
     models = set()
     for key in sorted(by_key, key=lambda k: tuple("" if v is None else str(v) for v in k)):
         got = by_key[key]
@@ -81,11 +101,11 @@ def pivot(
         ]
         where = " ".join(shown_key)
         line = [*shown_key, DASH if n is None else str(n)]
-        for s in shown:
-            r: Mapping[str, Any] | None = got.get(s.name)
+        for s, col, header in cols:
+            r: Mapping[str, Any] | None = got.get(col)
             line.append(cell(r, s, n))
             if r is not None and r.get("value") is None and r.get("reason"):
-                out.notes.setdefault((s.header, r["reason"]), []).append(where)
+                out.notes.setdefault((header, r["reason"]), []).append(where)
             if r is not None and r.get("value") is not None and r.get("model"):
                 models.add(f"{s.header}: {r['model']}")
         out.rows.append(line)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
-from forenset.benchmarks.common.scoring.protocol import Scorer
+from forenset.benchmarks.common.scoring.protocol import GroupStatistic, Metric, Scorer
 
 BUILTIN: dict[str, dict[str, str]] = {
     "evaluation": {  # XPlainVerse Table 5, in the paper's order after the detection scores
@@ -34,8 +34,38 @@ BUILTIN: dict[str, dict[str, str]] = {
         "judged_average": "forenset.benchmarks.fakebench.scorers:JUDGED_AVERAGE",
         "average": "forenset.benchmarks.fakebench.scorers:AVERAGE",
     },
+    "reward": {  # XAIGID-RewardBench: Tables 1-2, Table 4, Fig. 3, agreement, Tables 3/5
+        "accuracy": "forenset.benchmarks.reward.scorers.tables:ACCURACY",
+        "acc4": "forenset.benchmarks.reward.scorers.tables:ACC4",
+        "acc2": "forenset.benchmarks.reward.scorers.tables:ACC2",
+        "share_First": "forenset.benchmarks.reward.scorers.tables:SHARE_FIRST",
+        "share_Second": "forenset.benchmarks.reward.scorers.tables:SHARE_SECOND",
+        "share_Tie": "forenset.benchmarks.reward.scorers.tables:SHARE_TIE",
+        "share_BothBad": "forenset.benchmarks.reward.scorers.tables:SHARE_BOTHBAD",
+        "position_bias": "forenset.benchmarks.reward.scorers.tables:POSITION_BIAS",
+        "swap_consistency": "forenset.benchmarks.reward.scorers.tables:SWAP_CONSISTENCY",
+        "agreement": "forenset.benchmarks.reward.scorers.tables:AGREEMENT",
+        "rank": "forenset.benchmarks.reward.scorers.arena:RANK",
+        "elo": "forenset.benchmarks.reward.scorers.arena:ELO",
+        "elo_std": "forenset.benchmarks.reward.scorers.arena:ELO_STD",
+        "bt": "forenset.benchmarks.reward.scorers.arena:BT",
+        "games": "forenset.benchmarks.reward.scorers.arena:GAMES",
+        "wins": "forenset.benchmarks.reward.scorers.arena:WINS",
+        "losses": "forenset.benchmarks.reward.scorers.arena:LOSSES",
+        "ties": "forenset.benchmarks.reward.scorers.arena:TIES",
+        "both_bad": "forenset.benchmarks.reward.scorers.arena:BOTH_BAD",
+        "win_rate": "forenset.benchmarks.reward.scorers.arena:WIN_RATE",
+    },
+    "safeimg": {  # SafeIMG Table 2 (eq. 12), real-image accuracy, Table 3, App. A (eq. 13)
+        "detection_rate": "forenset.benchmarks.safeimg.scorers:DETECTION_RATE",
+        "real_accuracy": "forenset.benchmarks.safeimg.scorers:REAL_ACCURACY",
+        "human_covered": "forenset.benchmarks.safeimg.scorers:HUMAN_COVERED",
+        "ai_supported": "forenset.benchmarks.safeimg.scorers:AI_SUPPORTED",
+        "hit_rate": "forenset.benchmarks.safeimg.scorers:HIT_RATE",
+        "delta": "forenset.benchmarks.safeimg.scorers:DELTA",
+    },
 }
-_REGISTERED: dict[str, dict[str, Scorer]] = {}
+_REGISTERED: dict[str, dict[str, Metric]] = {}
 
 
 class UnknownMetric(KeyError):
@@ -43,16 +73,16 @@ class UnknownMetric(KeyError):
 
 
 @cache
-def _load(target: str) -> Scorer:
+def _load(target: str) -> Metric:
     module, _, attr = target.partition(":")
-    scorer: Scorer = getattr(importlib.import_module(module), attr)
+    scorer: Metric = getattr(importlib.import_module(module), attr)
     return scorer
 
 
-def register(family: str, scorer: Scorer) -> Scorer:
+def register(family: str, scorer: Metric) -> Metric:
     """Add ``scorer`` to ``family`` after its built-ins (replacing one of the same name)."""
-    if not isinstance(scorer, Scorer):
-        raise TypeError(f"{scorer!r} does not implement the Scorer protocol")
+    if not isinstance(scorer, Scorer | GroupStatistic):
+        raise TypeError(f"{scorer!r} implements neither the Scorer nor the GroupStatistic protocol")
     _REGISTERED.setdefault(family, {})[scorer.name] = scorer
     return scorer
 
@@ -69,7 +99,7 @@ def metric_names(family: str) -> list[str]:
     return list(dict.fromkeys([*BUILTIN.get(family, {}), *_REGISTERED.get(family, {})]))
 
 
-def scorer(family: str, name: str) -> Scorer:
+def scorer(family: str, name: str) -> Metric:
     if name in _REGISTERED.get(family, {}):
         return _REGISTERED[family][name]
     target = BUILTIN.get(family, {}).get(name)
@@ -81,6 +111,6 @@ def scorer(family: str, name: str) -> Scorer:
     return got
 
 
-def scorers(family: str) -> tuple[Scorer, ...]:
+def scorers(family: str) -> tuple[Metric, ...]:
     """Every metric of ``family`` in display order (built-ins first)."""
     return tuple(scorer(family, n) for n in metric_names(family))

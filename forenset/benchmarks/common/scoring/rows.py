@@ -12,10 +12,10 @@ from forenset.benchmarks.common.scoring.intervals import (
     degenerate,
     row_seed,
 )
-from forenset.benchmarks.common.scoring.protocol import Item, Scorer
+from forenset.benchmarks.common.scoring.protocol import Item, Metric, Scorer
 
 
-def in_scope(scorer: Scorer, group: Mapping[str, Any]) -> bool:
+def in_scope(scorer: Metric, group: Mapping[str, Any]) -> bool:
     return all(group.get(f) in allowed for f, allowed in scorer.scope.items())
 
 
@@ -23,17 +23,19 @@ def score_rows(
     group: Mapping[str, Any],
     group_id: str,
     items: Sequence[Item],
-    scorers: Sequence[Scorer],
+    scorers: Sequence[Metric],
     intervals: IntervalsConfig,
     seed: int,
 ) -> list[dict[str, Any]]:
     """One row per scorer in scope of ``group`` (its field values): ``score_id`` is
     ``<group_id>/<metric>``; the interval is seeded by ``intervals.seed`` (else ``seed``, the
-    build seed) and the score_id; the row's ``seed`` column holds that seed."""
+    build seed) and the score_id; the row's ``seed`` column holds that seed. A
+    :class:`GroupStatistic` (one value per subject of a whole group of units, e.g. Elo) has no
+    per-group form: its family's stage scores it (reward's arena), so it is skipped here."""
     base = intervals.seed if intervals.seed is not None else seed
     rows = []
     for s in scorers:
-        if not in_scope(s, group):
+        if not isinstance(s, Scorer) or not in_scope(s, group):
             continue
         score = s.score(items)
         x = s.sample(items)

@@ -32,57 +32,46 @@ Every row says which labels it was scored against (``labels_source``: human or s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from forenset.benchmarks.common.reads import read_tagged
-from forenset.benchmarks.common.scoring.intervals import bootstrap, degenerate, row_seed
+from forenset.benchmarks.common.scoring import (
+    GroupStatistic,
+    Item,
+    Metric,
+    Ratio,
+    Scorer,
+    bootstrap,
+    degenerate,
+    row_seed,
+    scorers,
+    units_bootstrap,
+)
 from forenset.benchmarks.reward.config import RewardConfig
 from forenset.benchmarks.reward.schemas.reward_scores import SCHEMA
-from forenset.benchmarks.reward.scorers.metrics import (
-    CHOICES,
-    CLEAR,
-    Game,
-    agreement,
-    elo_intervals,
-    elo_table,
-    position_shares,
-)
+from forenset.benchmarks.reward.scorers.metrics import Game, agreement
+from forenset.benchmarks.reward.scorers.tables import METRICS_MODEL
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage
 
 SHARD = "scores"
-METRICS_MODEL = "reward-metrics-v1"
-COUNTS = ("games", "wins", "losses", "ties", "both_bad", "rank")
-NO_CI_COUNT = "a count: no interval"
-NO_CI_STD = "a spread over game orders: no interval"
 NO_RESAMPLES = "no interval: reward.intervals.resamples is 0"
 NO_CI_ITEMS = "no interval: fewer than two items or no defined resample"
-NO_GAMES = "{p} played no game (its rating is the start, 1200)"
-BT_FAILED = "no interval: Bradley-Terry did not converge on {k} resample(s)"
+BT_FAILED = "no interval: {name} did not converge on {k} resample(s)"
+FAILED_NAMES = {"bt": "Bradley-Terry"}
 
 
-def _mean(a: np.ndarray) -> np.ndarray:
-    return a[..., 0].mean(axis=1)
-
-
-def _column(i: int) -> Callable[[np.ndarray], np.ndarray]:
-    """The mean of column i per resample (a share of one-hot rows)."""
-    return lambda a: a[..., i].mean(axis=1)
-
-
-def _ratio(num: int, den: int, shift: float = 0.0) -> Callable[[np.ndarray], np.ndarray]:
-    """sum(column num) / sum(column den) - shift per resample (NaN where the sum is 0)."""
-
-    def stat(a: np.ndarray) -> np.ndarray:
-        top, bottom = a[..., num].sum(axis=1), a[..., den].sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1) - shift, np.nan)
-
-    return stat
+def in_scope(metric: Metric, table: str, items: Sequence[Item] | None = None) -> bool:
+    """The metric scores this table's groups; with ``items``: and some item carries every
+    field it ``needs`` (swap consistency only for a judge asked both ways)."""
+    if table not in metric.scope.get("table", ()):
+        return False
+    needs = getattr(metric, "needs", ())
+    return not items or not needs or any(all(f in i for f in needs) for i in items)
 
 
 class RewardScores(Stage[RewardConfig]):
@@ -142,17 +131,16 @@ class RewardScores(Stage[RewardConfig]):
             shown = orders.get("shown", {})
             out += self.elo(trips, {t: c for t, c in shown.items() if c}, judge, source, policies)
             for order, choices in sorted(orders.items()):
+                items = [{"choice": choices.get(t), "label": h} for t, h in human.items()]
                 key = ("judge_accuracy", judge, order, source, source)
-                t4 = list(human)
-                t2 = [t for t in t4 if human[t] in CLEAR]
-                for metric, ts in (("acc4", t4), ("acc2", t2)):
-                    hits = [float(choices.get(t) == human[t]) for t in ts]
-                    out.append(self.mean_row(*key, metric, hits))
-            extra: list[float] | None = None
-            if "swapped" in orders:
-                both = [t for t in shown if t in orders["swapped"]]
-                extra = [float(shown[t] == orders["swapped"][t]) for t in both]
-            out += self.bias(judge, list(shown.values()), judge, source, extra)
+                out += self.item_rows(key, items)
+            swapped = orders.get("swapped")
+            mine: list[dict[str, Any]] = []
+            for t, c in shown.items():
+                mine.append({"choice": c})
+                if swapped is not None:  # 1.0: the two answers agree once mapped to one order
+                    mine[-1]["swap"] = float(c == swapped[t]) if t in swapped else None
+            out += self.item_rows(("position_bias", judge, "shown", judge, source), mine)
         for r in out:
             r.setdefault("model", METRICS_MODEL)
             r.update(backend="offline", status="ok", stage_version=self.version)
@@ -199,34 +187,42 @@ class RewardScores(Stage[RewardConfig]):
     def seed(self, key: str) -> list[int]:
         return row_seed(self.base_seed(), key)
 
-    def interval(
-        self, x: np.ndarray, stat: Callable[[np.ndarray], np.ndarray], key: str
-    ) -> tuple[float, float] | None:
+    def item_rows(
+        self, key: tuple[str, str, str, str | None, str | None], items: Sequence[Item],
+        classes: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:  # fmt: skip
+        """Every registered per-item metric of ``key``'s table on one group's items: its value,
+        n, interval over the items (seeded by the row key) and caveat (``classes``: the truth
+        labels when the group must hold both classes to be a detection score)."""
         iv = self.rcfg.intervals
-        return bootstrap(x, stat, resamples=iv.resamples, level=iv.level, seed=self.seed(key))
-
-    def mean_row(
-        self, table: str, subject: str, group: str, labels_from: str | None, source: str | None,
-        metric: str, values: list[float], caveat: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
-        """A share over items (1.0 = hit): its mean, n, interval over the items and caveat."""
-        n = len(values)
-        if not n:
-            return self.row(
-                table, subject, group, labels_from, source, metric, None, 0,
-                reason="no items to score",
-            )  # fmt: skip
-        key = f"{table}/{subject}/{group}/{labels_from or '-'}/{metric}"
-        ci = self.interval(np.asarray(values), _mean, key)
-        return self.row(
-            table, subject, group, labels_from, source, metric, sum(values) / n, n, ci=ci,
-            caveat=caveat or degenerate(n, self.rcfg.intervals.min_n),
-        )  # fmt: skip
+        out = []
+        for s in scorers("reward"):
+            if not isinstance(s, Scorer) or not in_scope(s, key[0], items):
+                continue
+            score = s.score(items)
+            x = s.sample(items)
+            count = getattr(s, "count", None)
+            n = count(items) if count is not None else (0 if x is None else len(x))
+            if score.value is None:
+                out.append(self.row(*key, s.name, None, n, reason=score.reason))
+                continue
+            # the seed key since version 3: an item mean's score_id; a ratio's group key with
+            # its labels source (kept so that a rebuild gives the same intervals)
+            parts = key if isinstance(s, Ratio) else key[:4]
+            score_id = "/".join(str(k or "-") for k in parts) + f"/{s.name}"
+            ci = None
+            if x is not None:
+                ci = bootstrap(
+                    x, s.statistic, resamples=iv.resamples, level=iv.level,
+                    seed=self.seed(score_id),
+                )  # fmt: skip
+            caveat = degenerate(n, iv.min_n, classes, s.classes if classes is not None else ())
+            out.append(self.row(*key, s.name, score.value, n, ci=ci, caveat=caveat))
+        return out
 
     # -- tables -------------------------------------------------------------------------------
     def accuracy(self, responses: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out = []
-        min_n = self.rcfg.intervals.min_n
         for policy in sorted({r["policy"] for r in responses}):
             mine = [r for r in responses if r["policy"] == policy]
             groups: dict[str, list[dict[str, Any]]] = {"overall": mine}
@@ -240,130 +236,95 @@ class RewardScores(Stage[RewardConfig]):
                 # Tables 1-2's real / fake / generator columns are one class by design; only
                 # the overall accuracy needs both classes to be a detection score
                 classes = [r["label"] for r in rs] if group == "overall" else None
-                caveat = degenerate(len(rs), min_n, classes, ("real", "fake"))
-                hits = [float(r["verdict"] == r["label"]) for r in rs]
-                out.append(
-                    self.mean_row(
-                        "policy_accuracy", policy, group, None, None, "accuracy", hits, caveat
-                    )
-                )
+                key = ("policy_accuracy", policy, group, None, None)
+                out += self.item_rows(key, rs, classes)
         return out
 
     def elo(
         self, trips: dict[str, dict[str, Any]], labels: dict[str, str], labels_from: str,
         source: str | None, policies: list[str],
     ) -> list[dict[str, Any]]:  # fmt: skip
+        """Every registered arena metric (a GroupStatistic over this table's games) per policy;
+        the intervals of one table share one seeded sequence of game draws."""
         games = [
             Game(trips[t]["first_policy"], trips[t]["second_policy"], c)
             for t, c in sorted(labels.items())
             if t in trips and c
         ]
         cfg, iv = self.rcfg, self.rcfg.intervals
-        table = elo_table(games, policies, cfg.elo_k, cfg.elo_shuffles, self.ctx.seed)
-        ivs = elo_intervals(
-            games, policies, cfg.elo_k, iv.resamples, self.seed(f"elo/{labels_from}"),
-            level=iv.level,
-        )  # fmt: skip
-        few = degenerate(len(games), iv.min_n)
+        params = {"k": cfg.elo_k, "shuffles": cfg.elo_shuffles, "seed": self.ctx.seed}
+        base = sorted(games, key=lambda g: (g.first, g.second, g.choice))  # order-free draws
+        names = sorted(set(policies) | {p for g in games for p in (g.first, g.second)})
+        ci_reason = NO_RESAMPLES if iv.resamples < 1 else NO_CI_ITEMS if len(games) < 2 else None
         out = []
-        for rank, r in enumerate(table, 1):
-            key = ("elo", r.policy, "overall", labels_from, source)
-            played = r.games + r.ties
-            caveat = NO_GAMES.format(p=r.policy) if not played else few
-            ci_reason = (
-                NO_RESAMPLES if iv.resamples < 1 else NO_CI_ITEMS if len(games) < 2 else None
+        for s in scorers("reward"):
+            if not isinstance(s, GroupStatistic) or not in_scope(s, "elo"):
+                continue
+            values = s.values(games, names, params)
+            flag = getattr(s, "caveats", None)
+            caveats: dict[str, str | None] = (
+                flag(games, names, params, iv.min_n) if flag is not None else {}
             )
-            bt_reason = BT_FAILED.format(k=ivs.bt_failed) if ivs.bt_failed else ci_reason
-            out += [
-                self.row(*key, "elo", r.elo, len(games), ci=ivs.elo[r.policy],
-                         ci_reason=ci_reason or NO_CI_ITEMS, caveat=caveat),
-                self.row(*key, "elo_std", r.elo_std, len(games), ci_reason=NO_CI_STD),
-                self.row(*key, "bt", r.bt, len(games), ci=ivs.bt[r.policy],
-                         ci_reason=bt_reason or NO_CI_ITEMS, caveat=caveat),
-                self.row(*key, "win_rate", r.win_rate, r.games, ci=ivs.win_rate[r.policy],
-                         ci_reason=ci_reason or NO_CI_ITEMS,
-                         reason="no games won or lost (wins + losses = 0)",
-                         caveat=degenerate(r.games, iv.min_n) if r.games else None),
-            ]  # fmt: skip
-            counts = {"games": r.games, "wins": r.wins, "losses": r.losses, "ties": r.ties,
-                      "both_bad": r.both_bad, "rank": rank}  # fmt: skip
-            out += [
-                self.row(*key, m, float(counts[m]), len(games), ci_reason=NO_CI_COUNT)
-                for m in COUNTS
-            ]
-        return out
-
-    def bias(
-        self, subject: str, choices: list[str | None], labels_from: str, source: str | None,
-        swap: list[float] | None = None,
-    ) -> list[dict[str, Any]]:  # fmt: skip
-        """Choice shares, position bias and (a judge asked both ways) swap consistency."""
-        s = position_shares(choices)
-        kept = [c for c in choices if c in CHOICES]
-        onehot = np.asarray([[c == x for x in CHOICES] for c in kept], dtype=float).reshape(
-            -1, len(CHOICES)
-        )
-        key = ("position_bias", subject, "shown", labels_from, source)
-        prefix = "/".join(str(k or "-") for k in key)
-        min_n = self.rcfg.intervals.min_n
-        n = int(s["n"] or 0)
-        out = []
-        for i, c in enumerate(CHOICES):
-            ci = self.interval(onehot, _column(i), f"{prefix}/share_{c}") if n else None
-            v = s[f"share_{c}"]
-            out.append(
-                self.row(*key, f"share_{c}", v, n, ci=ci, reason="no choices",
-                         caveat=degenerate(n, min_n) if n else None)
-            )  # fmt: skip
-        # the First share of the clear choices minus 0.5: columns First / (First + Second)
-        clear = onehot[:, :2].copy()
-        clear = np.column_stack([clear[:, 0], clear.sum(axis=1)]) if n else clear
-        n_clear = int(clear[:, 1].sum()) if n else 0
-        ci = self.interval(clear, _ratio(0, 1, 0.5), f"{prefix}/position_bias") if n else None
-        out.append(
-            self.row(*key, "position_bias", s["position_bias"], n_clear, ci=ci,
-                     reason="no clear (First / Second) choices",
-                     caveat=degenerate(n_clear, min_n) if n_clear else None)
-        )  # fmt: skip
-        if swap is not None:
-            out.append(self.mean_row(*key, "swap_consistency", swap))
+            cis: dict[str, tuple[float, float] | None] = {}
+            why = s.no_interval
+            if why is None:
+                cis, failed = units_bootstrap(
+                    base, partial(_draw, s, names, params),
+                    resamples=iv.resamples, level=iv.level, seed=self.seed(f"elo/{labels_from}"),
+                    strict=s.strict,
+                )  # fmt: skip
+                why = (
+                    BT_FAILED.format(name=FAILED_NAMES.get(s.name, s.name), k=failed)
+                    if failed and s.strict
+                    else ci_reason or NO_CI_ITEMS
+                )
+            for p in names:
+                value, n = values[p]
+                out.append(
+                    self.row(
+                        "elo",
+                        p,
+                        "overall",
+                        labels_from,
+                        source,
+                        s.name,
+                        value,
+                        n,
+                        ci=cis.get(p),
+                        ci_reason=why,
+                        reason=getattr(s, "reason", None),
+                        caveat=caveats.get(p),
+                    )  # fmt: skip
+                )
         return out
 
     def annotators(self, labels: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
+        """The annotators' position bias (their kept choices) and pairwise agreement, 4-way
+        and on clear winners (items: triplets, so the interval resamples triplets)."""
         by_item: dict[str, dict[str, str]] = {}
-        kept: list[str | None] = []
+        kept: list[dict[str, Any]] = []
         for r in labels:
             for a in json.loads(r["annotations"] or "[]"):
                 if not a["dropped"]:
                     by_item.setdefault(r["triplet_id"], {})[a["annotator"]] = a["choice"]
-                    kept.append(a["choice"])
-        ag = agreement(by_item)
-        # per triplet: (agreeing pairs, pairs) 4-way and clear, resampled by triplet
-        per = np.asarray(
-            [
-                [_n(a["agree4"]) * _n(a["pairs4"]), _n(a["pairs4"]),
-                 _n(a["agree_clear"]) * _n(a["pairs_clear"]), _n(a["pairs_clear"])]
-                for a in (agreement({t: v}) for t, v in sorted(by_item.items()))
-            ],
-            dtype=float,
-        ).reshape(-1, 4)  # fmt: skip
-        min_n = self.rcfg.intervals.min_n
-        out = self.bias("annotators", kept, source, source)
-        for group, value, n, cols in (
-            ("4-way", ag["agree4"], ag["pairs4"], (0, 1)),
-            ("clear", ag["agree_clear"], ag["pairs_clear"], (2, 3)),
-        ):
-            key = ("agreement", "annotators", group, source, source)
-            prefix = "/".join(str(k or "-") for k in key)
-            ci = self.interval(per, _ratio(*cols), f"{prefix}/agreement") if n else None
-            out.append(
-                self.row(*key, "agreement", value, int(n or 0), ci=ci,
-                         reason="no pair of annotators on one triplet",
-                         caveat=degenerate(int(n), min_n) if n else None)
-            )  # fmt: skip
+                    kept.append({"choice": a["choice"]})
+        per = [agreement({t: v}) for t, v in sorted(by_item.items())]
+        out = self.item_rows(("position_bias", "annotators", "shown", source, source), kept)
+        for group, share, pairs in (
+            ("4-way", "agree4", "pairs4"), ("clear", "agree_clear", "pairs_clear"),
+        ):  # fmt: skip
+            items = [{"agree": _count(a[share], a[pairs]), "pairs": a[pairs]} for a in per]
+            out += self.item_rows(("agreement", "annotators", group, source, source), items)
         return out
 
 
-def _n(v: float | int | None) -> float:
-    """An agreement count or share as a number (None: no pair, so nothing to count)."""
-    return float(v or 0)
+def _draw(
+    s: GroupStatistic, names: Sequence[str], params: dict[str, Any], draw: list[Any]
+) -> dict[str, float]:
+    """``s``'s statistic on one bootstrap draw of the games."""
+    return s.resample(draw, names, params) or {}
+
+
+def _count(share: float | int | None, pairs: float | int | None) -> int:
+    """The agreeing pairs of one triplet from its share (None: no pair, nothing to count)."""
+    return round(float(share or 0) * float(pairs or 0))
