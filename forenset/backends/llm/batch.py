@@ -13,25 +13,78 @@ import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Literal, Protocol
 
 import openai
 from google.genai import errors as genai_errors
 from google.genai import types as gtypes
 from openai.types.chat import ChatCompletion
 
-from forenset.backends.llm.base import RawReply
+from forenset.backends.llm.base import RawReply, Turns
 from forenset.backends.llm.cache import ResponseCache
 from forenset.backends.llm.gemini_chat import build_config, build_contents, reply_from_response
 from forenset.backends.llm.jsonout import parse_reply, repair_message
 from forenset.backends.llm.ledger import BatchLedger
 from forenset.backends.llm.openai_chat import build_body, reply_from_completion
+from forenset.backends.llm.registry import Backends
 from forenset.backends.llm.secrets import redact
+from forenset.backends.llm.state import StageState, _Item
 from forenset.backends.llm.types import ChatResult, LLMCallError, LLMSettings, ModelSpec
 from forenset.backends.retry import error_from_status
 
-if TYPE_CHECKING:  # the engine imports this module (lazily, for batch mode): types only here
-    from forenset.backends.llm.engine import Engine, StageState, _Item
+
+class Engine(Protocol):
+    """What batch mode uses of ``engine.Engine`` (which imports this module lazily, so it is
+    named by this protocol rather than imported back)."""
+
+    backends: Backends
+
+    def result(
+        self,
+        item: _Item,
+        *,
+        status: Literal["ok", "error"],
+        text: str = "",
+        parsed: Any = None,
+        error: str | None = None,
+        retryable: bool = False,
+        cached: bool = False,
+        batch_id: str | None = None,
+    ) -> ChatResult: ...
+
+    async def from_cache(
+        self, item: _Item, cache: ResponseCache | None, state: StageState
+    ) -> ChatResult | None: ...
+
+    async def store(
+        self, item: _Item, cache: ResponseCache | None, raw: RawReply, batch_id: str | None = None
+    ) -> None: ...
+
+    def finish(
+        self,
+        result: ChatResult,
+        state: StageState,
+        settings: LLMSettings,
+        stage: str,
+        *,
+        server_failure: bool = False,
+        systemic: bool = False,
+    ) -> ChatResult: ...
+
+    async def run_item(
+        self,
+        item: _Item,
+        settings: LLMSettings,
+        state: StageState,
+        stage: str,
+        build_seed: int,
+        cache: ResponseCache | None,
+        extra: Turns | None = None,
+        repairs_used: int = 0,
+    ) -> ChatResult: ...
+
+    def charge(self, item: _Item, state: StageState, raw: RawReply, *, batch: bool) -> None: ...
+
 
 ENDPOINT = "/v1/chat/completions"
 BATCH_BACKENDS = ("openai", "gemini")
