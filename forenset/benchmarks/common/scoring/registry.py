@@ -11,6 +11,7 @@ import importlib
 from functools import cache
 
 from forenset.benchmarks.common.scoring.protocol import GroupStatistic, Metric, Scorer
+from forenset.errors import ForensetError
 
 BUILTIN: dict[str, dict[str, str]] = {
     "evaluation": {  # XPlainVerse Table 5, in the paper's order after the detection scores
@@ -68,7 +69,7 @@ BUILTIN: dict[str, dict[str, str]] = {
 _REGISTERED: dict[str, dict[str, Metric]] = {}
 
 
-class UnknownMetric(KeyError):
+class UnknownMetric(ForensetError, KeyError):
     """A metric name that no family lists."""
 
 
