@@ -11,12 +11,11 @@ is placed after the stages it reads.
 from __future__ import annotations
 
 import importlib
-import sys
 from functools import cache
-from importlib.metadata import entry_points
 from typing import Any
 
 from forenset.errors import ForensetError
+from forenset.plugins import entry_points_by_name
 
 # A stage class (``forenset.tasks.base.Stage``): the registry sits below the stages' layer and
 # names their classes by import path, so it does not import the base class either.
@@ -62,27 +61,16 @@ class RegistryError(ForensetError, RuntimeError):
     """The stage registry is inconsistent (a cycle, an unknown input, a clashing plugin)."""
 
 
-_SCAN: tuple[tuple[str, ...], dict[str, str]] | None = None
-
-
 def _plugins() -> dict[str, str]:
-    """``forenset.stages`` entry points of installed distributions: name -> "module:Class".
-
-    Scanned once per ``sys.path`` (a plugin added to the path is found; the llm registry does
-    the same): every ``stage_class`` call reads it, and a scan of all distributions' metadata
-    took ~65 ms, about half of a small build's time (measured: 29 s of 62 s, 449 scans)."""
-    global _SCAN
-    key = tuple(sys.path)
-    if _SCAN is None or _SCAN[0] != key:
-        found: dict[str, str] = {}
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name in BUILTIN:
-                raise RegistryError(
-                    f"plugin stage '{ep.name}' ({ep.value}) clashes with a built-in"
-                )
-            found[ep.name] = ep.value
-        _SCAN = (key, found)
-    return dict(_SCAN[1])
+    """``forenset.stages`` entry points of installed distributions: name -> "module:Class"
+    (scanned once per ``sys.path``: ``forenset.plugins``)."""
+    found: dict[str, str] = {}
+    for name, eps in entry_points_by_name(ENTRY_POINT_GROUP).items():
+        for ep in eps:
+            if name in BUILTIN:
+                raise RegistryError(f"plugin stage '{name}' ({ep.value}) clashes with a built-in")
+            found[name] = ep.value
+    return found
 
 
 def targets() -> dict[str, str]:

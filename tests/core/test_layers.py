@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.paths",
         "forenset.redact",
         "forenset.strict",
+        "forenset.plugins",
     ),
     ("forenset.store.run_store", "forenset.store"),
     ("forenset.stages",),

@@ -20,11 +20,11 @@ or built.
 
 from __future__ import annotations
 
-import sys
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import TYPE_CHECKING, Any, Protocol
 
 from forenset.errors import ConfigurationError
+from forenset.plugins import entry_points_by_name
 
 if TYPE_CHECKING:
     from forenset.backends.image.base import ImageBackend
@@ -43,25 +43,12 @@ class Generator(Protocol):
     def model_dump_json(self) -> str: ...
 
 
-_SCAN: tuple[tuple[str, ...], dict[str, list[EntryPoint]]] | None = None
 _LOADED: dict[tuple[str, str], Any] = {}
-
-
-def _registered() -> dict[str, list[EntryPoint]]:
-    """Entry points of the group by name, rescanned when sys.path changes (a plugin added)."""
-    global _SCAN
-    key = tuple(sys.path)
-    if _SCAN is None or _SCAN[0] != key:
-        found: dict[str, list[EntryPoint]] = {}
-        for ep in entry_points(group=GROUP):
-            found.setdefault(ep.name, []).append(ep)
-        _SCAN = (key, found)
-    return _SCAN[1]
 
 
 def names() -> list[str]:
     """The registered backend names, sorted; imports no backend."""
-    return sorted(_registered())
+    return sorted(entry_points_by_name(GROUP))
 
 
 def unknown_backend(name: str) -> str:
@@ -77,7 +64,7 @@ def unknown_backend(name: str) -> str:
 
 def check_name(name: str) -> str:
     """``name`` when a backend is registered under it, else ValueError (config validation)."""
-    if name not in _registered():
+    if name not in entry_points_by_name(GROUP):
         raise ValueError(unknown_backend(name))
     return name
 
@@ -87,7 +74,7 @@ def backend_class(name: str) -> Any:
 
     Raises ConfigurationError (one sentence) for an unknown name, a name registered by two
     packages, or an entry point that does not load."""
-    eps = _registered().get(name)
+    eps = entry_points_by_name(GROUP).get(name)
     if not eps:
         raise ConfigurationError(unknown_backend(name) + ".")
     if len({ep.value for ep in eps}) > 1:

@@ -18,11 +18,10 @@ metadata and imports no SDK; a backend's module is imported when the engine firs
 from __future__ import annotations
 
 import importlib
-import sys
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from forenset.errors import ConfigurationError
+from forenset.plugins import entry_points_by_name
 
 GROUP = "forenset.chat_backends"
 
@@ -33,24 +32,11 @@ BUILTIN: dict[str, str] = {
 }
 
 _REGISTERED: dict[str, Any] = {}
-_SCAN: tuple[tuple[str, ...], dict[str, list[EntryPoint]]] | None = None
-
-
-def _entry_points() -> dict[str, list[EntryPoint]]:
-    """The group's entry points by name, rescanned when sys.path changes (a plugin added)."""
-    global _SCAN
-    key = tuple(sys.path)
-    if _SCAN is None or _SCAN[0] != key:
-        found: dict[str, list[EntryPoint]] = {}
-        for ep in entry_points(group=GROUP):
-            found.setdefault(ep.name, []).append(ep)
-        _SCAN = (key, found)
-    return _SCAN[1]
 
 
 def names() -> list[str]:
     """Every chat backend name: the built-ins, then plugins; imports no backend."""
-    plugins = sorted((set(_entry_points()) | set(_REGISTERED)) - set(BUILTIN))
+    plugins = sorted((set(entry_points_by_name(GROUP)) | set(_REGISTERED)) - set(BUILTIN))
     return [*BUILTIN, *plugins]
 
 
@@ -74,7 +60,7 @@ def unknown_backend(name: str) -> str:
 
 def check_name(name: str) -> str:
     """``name`` when a backend is registered under it, else ValueError (config validation)."""
-    if name not in BUILTIN and name not in _REGISTERED and name not in _entry_points():
+    if name not in BUILTIN and name not in _REGISTERED and name not in entry_points_by_name(GROUP):
         raise ValueError(unknown_backend(name))
     return name
 
@@ -87,7 +73,7 @@ def backend_class(name: str) -> Any:
         return getattr(importlib.import_module(module), attr)
     if name in _REGISTERED:
         return _REGISTERED[name]
-    eps = _entry_points().get(name)
+    eps = entry_points_by_name(GROUP).get(name)
     if not eps:
         raise ConfigurationError(unknown_backend(name) + ".")
     try:

@@ -167,7 +167,8 @@ class Responder:
         return Answers({q.qid: guarded(self.answer_one, stage, cfg, q) for q in questions})
 
     def answer_one(self, stage: Stage, cfg: Any, q: Question) -> Answer:
-        raise NotImplementedError
+        """One question's answer: a responder overrides this, or ``answer`` for a whole batch."""
+        raise TypeError(f"responder {type(self).__name__} defines neither answer nor answer_one")
 
 
 def responder(kind: str) -> Responder:

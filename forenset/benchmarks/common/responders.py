@@ -26,9 +26,7 @@ family's names); FakeBench's ``belief`` is the constant's ``answer``.
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Callable
-from importlib.metadata import EntryPoint, entry_points
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -41,6 +39,7 @@ from pydantic import (
 
 from forenset.backends.llm.types import LLMSettings
 from forenset.confbase import Strict
+from forenset.plugins import entry_points_by_name
 
 GROUP = "forenset.responders"
 NAME = r"^[A-Za-z0-9_.\-]+$"
@@ -129,7 +128,6 @@ BUILTIN: dict[str, tuple[type[ResponderConfig], str, tuple[str, ...]]] = {
 }
 
 _REGISTERED: dict[str, Any] = {}  # register(): kind -> responder class
-_SCAN: tuple[tuple[str, ...], dict[str, list[EntryPoint]]] | None = None
 
 
 def register(cls: Any) -> Any:
@@ -147,21 +145,9 @@ def unregister(kind: str) -> None:
     _REGISTERED.pop(kind, None)
 
 
-def _entry_points() -> dict[str, list[EntryPoint]]:
-    """The group's entry points by name, rescanned when sys.path changes (a plugin added)."""
-    global _SCAN
-    key = tuple(sys.path)
-    if _SCAN is None or _SCAN[0] != key:
-        found: dict[str, list[EntryPoint]] = {}
-        for ep in entry_points(group=GROUP):
-            found.setdefault(ep.name, []).append(ep)
-        _SCAN = (key, found)
-    return _SCAN[1]
-
-
 def kinds() -> list[str]:
     """Every responder kind: the built-ins, then plugins (entry points and :func:`register`)."""
-    plugins = sorted((set(_entry_points()) | set(_REGISTERED)) - set(BUILTIN))
+    plugins = sorted((set(entry_points_by_name(GROUP)) | set(_REGISTERED)) - set(BUILTIN))
     return [*BUILTIN, *plugins]
 
 
@@ -190,7 +176,7 @@ def responder_class(kind: str) -> Any:
         return _load(BUILTIN[kind][1])
     if kind in _REGISTERED:
         return _REGISTERED[kind]
-    eps = _entry_points().get(kind)
+    eps = entry_points_by_name(GROUP).get(kind)
     if not eps:
         raise ValueError(f"unknown responder kind {kind!r} (known: {', '.join(kinds())})")
     try:
