@@ -14,7 +14,6 @@ the win rates. The counts, rank and the Elo spread have no interval (``no_interv
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,7 +27,7 @@ from forenset.benchmarks.reward.scorers.metrics import (
     bradley_terry,
     elo_sequence,
     elo_table,
-    outcome,
+    win_rates,
 )
 
 SCOPE = {"table": ("elo",)}
@@ -67,15 +66,7 @@ def _bt_draw(draw: Sequence[Game], names: Sequence[str], p: Mapping[str, Any]) -
 def _win_rate_draw(
     draw: Sequence[Game], names: Sequence[str], p: Mapping[str, Any]
 ) -> dict[str, float]:
-    won: Counter[str] = Counter()
-    played: Counter[str] = Counter()
-    for g in draw:
-        s = outcome(g)
-        if s in (0.0, 1.0):
-            played[g.first] += 1
-            played[g.second] += 1
-            won[g.first if s == 1.0 else g.second] += 1
-    return {q: won[q] / played[q] for q in names if played[q]}
+    return win_rates(draw, names)
 
 
 Draw = Callable[[Sequence[Game], Sequence[str], Mapping[str, Any]], dict[str, float]]

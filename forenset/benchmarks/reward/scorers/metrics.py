@@ -292,6 +292,20 @@ class EloIntervals:
     bt_failed: int
 
 
+def win_rates(games: Sequence[Game], names: Sequence[str]) -> dict[str, float]:
+    """Wins / (wins + losses) of each named policy that won or lost a game (ties and BothBad
+    are neither; RewardBench's Tables 3 and 5)."""
+    won: Counter[str] = Counter()
+    played: Counter[str] = Counter()
+    for g in games:
+        s = outcome(g)
+        if s in (0.0, 1.0):
+            played[g.first] += 1
+            played[g.second] += 1
+            won[g.first if s == 1.0 else g.second] += 1
+    return {q: won[q] / played[q] for q in names if played[q]}
+
+
 def elo_intervals(
     games: Sequence[Game],
     players: Iterable[str] = (),
@@ -324,17 +338,8 @@ def elo_intervals(
                 bt[p].append(v)
         except NotConverged:
             failed += 1
-        won: Counter[str] = Counter()
-        played: Counter[str] = Counter()
-        for g in draw:
-            s = outcome(g)
-            if s in (0.0, 1.0):
-                played[g.first] += 1
-                played[g.second] += 1
-                won[g.first if s == 1.0 else g.second] += 1
-        for p in names:
-            if played[p]:
-                wr[p].append(won[p] / played[p])
+        for p, v in win_rates(draw, names).items():
+            wr[p].append(v)
     return EloIntervals(
         {p: percentile_interval(v, level) for p, v in elo.items()},
         {p: percentile_interval(v, level) for p, v in bt.items()} if not failed else dict(empty),
