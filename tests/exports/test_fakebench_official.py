@@ -117,6 +117,9 @@ def write_release(root: Path) -> None:
          "A2": "The edge of the cup is jagged.",
          "Q3": "How is the weather regarding the authenticity of this image?", "A3": "Fine.",
          "Q4": of.qa_question("irreality"), "A4": "", "image_id": "Glide-00001.jpg"},
+        # the public release: every answer withheld
+        {"Q1": of.qa_question("texture"), "A1": "", "Q2": of.qa_question("edge"), "A2": "",
+         "image_id": "sd-00002.png"},
     ]  # fmt: skip
     (ev / "FakeQA.json").write_text(json.dumps(fakeqa), encoding="utf-8")
 
@@ -153,7 +156,10 @@ def test_release_items_read_the_format_and_bad_records_are_error_rows(tmp_path):
     assert good["fakeqa/Glide-00001.jpg/Q1"]["dimension"] == "texture"
     assert good["fakeqa/Glide-00001.jpg/Q2"]["dimension"] == "edge"
     assert "names none of the 14 dimensions" in bad["fakeqa/Glide-00001.jpg/Q3"]
-    assert "1 FakeQA questions have no answer" in bad["fakeqa/golden-withheld"]
+    # an empty slot of an answered record is a dimension without a clue (no item, no error);
+    # a record with every answer empty is the public release's withheld answers
+    assert not any(k.startswith("fakeqa/Glide-00001.jpg/Q4") for k in (*good, *bad))
+    assert "2 FakeQA questions have no answer" in bad["fakeqa/golden-withheld"]
 
 
 def test_public_release_scores_fakeclass_and_the_withheld_clues_verdict(tmp_path):
@@ -362,13 +368,19 @@ def test_official_round_trip(tmp_path):
     qa = json.loads((ev / "FakeQA.json").read_text(encoding="utf-8"))
     qa_items = [i for i in items if i["task"] == "fakeqa"]
     assert len(qa) == len({i["sample_id"] for i in qa_items})  # one record per image
-    assert sum(k.startswith("Q") for r in qa for k in r) == len(qa_items)
+    # the release's slot layout: all 14 dimensions per image, slot k asks dimension k; a
+    # dimension without a clue keeps its question with an empty answer
+    assert sum(bool(r[k]) for r in qa for k in r if k.startswith("A")) == len(qa_items)
+    by_id = json.loads((export / of.ID_MAP).read_text(encoding="utf-8"))  # image_id -> sample
     for r in qa:
         ks = [k for k in r if k != "image_id"]
-        n = len(ks) // 2
-        assert ks == [x for k in range(1, n + 1) for x in (f"Q{k}", f"A{k}")]
-        assert all(r[f"Q{k}"].endswith("regarding the authenticity of this image?") and r[f"A{k}"]
-                   for k in range(1, n + 1))  # fmt: skip
+        assert ks == [x for k in range(1, 15) for x in (f"Q{k}", f"A{k}")]
+        for k, dim in enumerate(of.fb.DIMENSIONS, start=1):
+            assert r[f"Q{k}"] == of.qa_question(dim)
+            has = [i for i in qa_items if i["sample_id"] == by_id[r["image_id"]]
+                   and i["dimension"] == dim]  # fmt: skip
+            assert r[f"A{k}"] == (has[0]["answer"] if has else "")
+    assert any(not r[f"A{k}"] for r in qa for k in range(1, 15))  # the fixture has gaps to fill
     ids = json.loads((export / of.ID_MAP).read_text(encoding="utf-8"))
     assert set(ids.values()) == {i["sample_id"] for i in items}
 

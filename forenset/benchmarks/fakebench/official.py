@@ -86,6 +86,7 @@ DIMENSION_KEYWORDS: tuple[tuple[str, str], ...] = (
     ("colo", "overall tone"),  # "How is the color …" (the release's runner files colour under tone)
 )
 Q_KEY = re.compile(r"^Q(\d+)$")
+A_KEY = re.compile(r"^A(\d+)$")
 
 
 def qa_question(dimension: str) -> str:
@@ -140,22 +141,26 @@ def image_ids(items: Iterable[dict[str, Any]]) -> dict[str, str]:
 
 def qa_numbers(items: Iterable[dict[str, Any]]) -> dict[str, int]:
     """FakeQA item_id -> k of its ``Q<k>``/``A<k>`` in its image's record: the release's own
-    number for items read from it (item ids ending ``/Q<k>``), else the dimensions in the
-    paper's order."""
+    number for items read from it (item ids ending ``/Q<k>``), else the release's fixed slot of
+    the item's dimension (slot k asks dimension k of the paper's 14, as in 2,973 of the
+    release's 3,000 records); a question of no known dimension goes after slot 14."""
     per: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for i in items:
         if i.get("task") == "fakeqa":
             per[i["sample_id"]].append(i)
     out: dict[str, int] = {}
-    order = {d: n for n, d in enumerate(fb.DIMENSIONS)}
+    slot = {d: n for n, d in enumerate(fb.DIMENSIONS, start=1)}
     for mine in per.values():
         own = [Q_KEY.match(i["item_id"].rsplit("/", 1)[-1]) for i in mine]
         matched = [m for m in own if m is not None]
         if len(matched) == len(own):
             out.update({i["item_id"]: int(m.group(1)) for i, m in zip(mine, matched, strict=True)})
             continue
-        ranked = sorted(mine, key=lambda i: (order.get(i.get("dimension") or "", 99), i["item_id"]))
-        out.update({i["item_id"]: k for k, i in enumerate(ranked, start=1)})
+        extra = sorted(
+            (i for i in mine if i.get("dimension") not in slot), key=lambda i: i["item_id"]
+        )
+        out.update({i["item_id"]: slot[i["dimension"]] for i in mine if i.get("dimension") in slot})
+        out.update({i["item_id"]: k for k, i in enumerate(extra, start=len(slot) + 1)})
     return out
 
 
@@ -194,7 +199,14 @@ def official_records(items: Sequence[dict[str, Any]]) -> dict[str, list[dict[str
     fakeqa = []
     for sid, by_k in qa.items():
         rec: dict[str, Any] = {}
-        for k in sorted(by_k):
+        # every image asks all 14 dimensions at their fixed slots, as the release does (its
+        # runner numbers a reply by the question's position, so a gap would shift every answer);
+        # a dimension without a clue keeps the question with an empty answer, the release's
+        # own convention for an answer it does not give (read back as no item)
+        for k in sorted(set(by_k) | set(range(1, len(fb.DIMENSIONS) + 1))):
+            if k not in by_k:
+                rec[f"Q{k}"], rec[f"A{k}"] = qa_question(fb.DIMENSIONS[k - 1]), ""
+                continue
             i = by_k[k]
             dim = i.get("dimension")
             asked = (
@@ -376,6 +388,9 @@ def release_items(
         if isinstance(got, dict):
             out.append(got)
             continue
+        # a record with some answers is a dataset with golden answers (an export of a build):
+        # its empty slots are dimensions without a clue, not withheld answers, and are no item
+        answered = any(_str(rec, k) and str(rec[k]).strip() for k in rec if A_KEY.match(k))
         for key in sorted((k for k in rec if Q_KEY.match(k)), key=lambda k: int(k[1:])):
             k, q = int(key[1:]), rec[key]
             dim = question_dimension(q) if isinstance(q, str) else None
@@ -386,7 +401,7 @@ def release_items(
                 continue
             a = _str(rec, f"A{k}")
             if not a or not a.strip():
-                withheld["fakeqa"] += 1
+                withheld["fakeqa"] += 0 if answered else 1
                 continue
             out.append({**base("fakeqa", got, "fake", n), "item_id": f"fakeqa/{got}/Q{k}",
                         "blob": blobs[got], "form": "free", "question": q, "answer": a,
