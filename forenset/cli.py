@@ -492,6 +492,7 @@ FAMILY_APPS = (
     "forenset.benchmarks.reward.cli",
     "forenset.benchmarks.fakebench.cli",
     "forenset.benchmarks.safeimg.cli",
+    "forenset.benchmarks.xdd.cli",
 )
 
 

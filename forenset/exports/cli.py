@@ -37,7 +37,7 @@ def built_store(run_dir: str):
 def export_cmd(
     run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
     format: Annotated[
-        str, typer.Option("--format", "-f", help="hf | sft | fakebench | labelstudio")
+        str, typer.Option("--format", "-f", help="hf | sft | fakebench | labelstudio | xdd")
     ],
     out: Annotated[
         Path | None, typer.Option("--out", help="Export folder (default: <run>/exports/<format>).")
@@ -59,9 +59,27 @@ def export_cmd(
             help="SFT: this share of the training split, half real and half fake (App. 16: 0.5).",
         ),
     ] = None,
+    detector: Annotated[
+        str | None,
+        typer.Option("--detector", help="xdd: the detector whose submission zip is written."),
+    ] = None,
 ) -> None:
     """Export the dataset in one format, reading the stage tables of RUN_DIR."""
     from pydantic import ValidationError
+
+    if format == "xdd":  # the XPlainVerse challenge's reference + submission zip(s)
+        from forenset.benchmarks.xdd.export import export_xdd
+        from forenset.exports.data import default_out
+
+        store = built_store(run_dir)
+        try:
+            res = export_xdd(store, Path(out) if out else default_out(store, "xdd"), detector)
+        except ValueError as e:
+            echo_fail(str(e))
+        typer.echo(json.dumps(res))
+        return
+    if detector is not None:
+        echo_fail("--detector applies to --format xdd only")
 
     from forenset.exports.api import run_export
     from forenset.exports.settings import ExportSettings
