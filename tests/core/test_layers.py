@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.readers",
         "forenset.benchmarks.*.schemas",  # each benchmark family's table schemas
         "forenset.benchmarks.fakebench.text",  # FakeBench's vocabulary and answer rules
+        "forenset.benchmarks.xdd.format",  # the XDD challenge's files (read by predictions)
         "forenset.paths",
         "forenset.redact",
         "forenset.strict",

@@ -292,3 +292,40 @@ def test_a_builds_export_passes_the_official_validation_and_scores_equal(built, 
     bad = CliRunner().invoke(exports_app, ["export", store.uri, "--format", "xdd", "--out",
                                    str(tmp_path / "x2"), "--detector", "nope"])  # fmt: skip
     assert bad.exit_code == 2 and "no detections of detector 'nope'" in bad.output
+
+
+def test_a_submission_zip_is_a_file_detectors_predictions_scored_identically(built, tmp_path):
+    """The other way: the export's zip of the offline detector, read back as a ``kind: file``
+    detector in a copy of the run, gets the same detection scores as the detector itself."""
+    import shutil
+
+    from forenset.config import validate_config
+    from tests.helpers import rows, run_local
+
+    store, cfg = built
+    out = tmp_path / "xdd"
+    res = CliRunner().invoke(exports_app, ["export", store.uri, "--format", "xdd", "--out",
+                                           str(out), "--detector", "forensic"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    run = tmp_path / "run"
+    shutil.copytree(store.uri, run)
+    data = cfg.model_dump(mode="json", exclude_unset=True)
+    data["run_dir"] = str(run)
+    data.setdefault("evaluation", {})["detectors"] = [
+        {"name": "forensic"}, {"name": "from-xdd", "kind": "file", "path": str(out / "forensic.zip")}
+    ]  # fmt: skip
+    st, stats, _ = run_local(validate_config(data))
+    mine = [r for r in rows(st, "detections") if r["detector"] == "from-xdd"]
+    assert mine and not [r for r in mine if r["status"] == "error"], mine[:3]
+    scores = [r for r in rows(st, "eval_scores") if r["status"] == "ok"]
+
+    def det(name):
+        return {(r["eval_set"], r["track"], r["metric"]): r["value"] for r in scores
+                if r["detector"] == name and r["group_kind"] == "all"
+                and r["metric"] in ("f1", "accuracy")}  # fmt: skip
+
+    ours, back = det("forensic"), det("from-xdd")
+    assert ours and set(ours) == set(back)
+    for k, v in ours.items():  # pred_label is the complex track's answer, given to both tracks
+        if k[1] == "complex":
+            assert back[k] == pytest.approx(v), k

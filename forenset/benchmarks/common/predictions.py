@@ -84,10 +84,20 @@ def read_predictions(
         raise ConfigurationError(
             f"cannot read the predictions file {path}: {e.strerror or e}"
         ) from e
-    text = data.decode("utf-8", "surrogateescape").lstrip("\ufeff")
-    is_csv = p.suffix.lower() == ".csv" or (
-        p.suffix.lower() not in (".jsonl", ".json", ".ndjson") and not text.lstrip().startswith("{")
-    )
+    if p.suffix.lower() == ".zip":  # an XDD challenge submission (forenset.benchmarks.xdd)
+        from forenset.benchmarks.xdd.format import XddFormatError, as_predictions
+
+        try:
+            text = as_predictions(data)
+        except XddFormatError as e:
+            raise ConfigurationError(f"predictions file {path}: {e}") from e
+        is_csv = False
+    else:
+        text = data.decode("utf-8", "surrogateescape").lstrip("\ufeff")
+        is_csv = p.suffix.lower() == ".csv" or (
+            p.suffix.lower() not in (".jsonl", ".json", ".ndjson")
+            and not text.lstrip().startswith("{")
+        )
     found: dict[str, list[tuple[int, str]]] = {}
     preds: dict[str, dict[str, Any]] = {}
     for n, rec, raw in _records(text, is_csv):

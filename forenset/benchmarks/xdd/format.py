@@ -209,3 +209,54 @@ def read_submission(path: Path, reference: Sequence[Mapping[str, Any]]) -> Submi
         sub.simple = _rows_by_id(parse_jsonl(files[SIMPLE], SIMPLE), SIMPLE,
                                  FIELDS[SIMPLE], resolve)  # fmt: skip
     return sub
+
+
+def as_predictions(data: bytes) -> str:
+    """A submission zip's rows as a predictions file's JSONL (``sample_id``, ``answer``,
+    ``explanation``, ``simple_explanation``), so a zip is a ``kind: file`` detector's
+    predictions. An eval item id (``id/<sample>``, ``ood/<sample>``) names its sample; a line
+    the scorer would refuse stays a line the predictions reader reports, not a silent drop."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            names = [n for n in z.namelist() if not n.endswith("/")]
+            texts = {}
+            for want in FILES:
+                hits = [n for n in names if PurePosixPath(n).name == want]
+                if hits:
+                    texts[want] = z.read(hits[0]).decode("utf-8", "surrogateescape")
+    except zipfile.BadZipFile:
+        raise XddFormatError("the predictions zip is not a readable zip") from None
+    by: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    for want, key, field_ in ((DETECTION, "answer", "pred_label"),
+                              (COMPLEX, "explanation", FIELDS[COMPLEX]),
+                              (SIMPLE, "simple_explanation", FIELDS[SIMPLE])):  # fmt: skip
+        for line in texts.get(want, "").splitlines():
+            try:
+                rec = json.loads(line) if line.strip() else None
+            except (json.JSONDecodeError, RecursionError):
+                rec = None
+            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+                if line.strip():
+                    by[f"\x00{len(by)}"] = {"__bad__": line}
+                continue
+            sid = sample_of(rec["id"])
+            if sid not in by:
+                order.append(sid)
+            row = by.setdefault(sid, {"sample_id": sid})
+            v = rec.get(field_)
+            if key == "answer":
+                row[key] = {1: "fake", 0: "real"}.get(v) if type(v) is int else None
+            else:
+                row[key] = v
+    lines = []
+    for sid in order:
+        lines.append(json.dumps(by[sid], ensure_ascii=False))
+    lines += [v["__bad__"] for k, v in by.items() if k.startswith("\x00")]
+    return "\n".join(lines) + "\n"
+
+
+def sample_of(item_id: str) -> str:
+    """The sample an XDD id names: forenset's export writes eval item ids (``<set>/<sample>``)."""
+    head, _, rest = item_id.partition("/")
+    return rest if head in ("id", "ood") and rest else item_id
