@@ -31,6 +31,7 @@ from forenset.images import decode_rgb, encode_png
 from forenset.store.run_store import RunStore
 from forenset.tasks.sources import load_sample_bytes, sample_manifest
 from tests.helpers import rows, run_local
+from tests.text.explanation_facts import build_defects
 
 pytestmark = pytest.mark.slow
 
@@ -241,3 +242,30 @@ def test_the_check_fails_on_a_size_not_reached(name, builds):
     more[bench]["reals" if bench == "evaluation" else "images"] += 1
     found = problems(store, more, bench)
     assert found and all("asked" in p for p in found), found
+
+
+@pytest.mark.parametrize("name", shipped())
+def test_example_explanations_have_no_defects(name, builds):
+    """Issue 38 §3: no explanation of a shipped example repeats a 4-word phrase, and every
+    sentence states a fact its row measured (tests/text/explanation_facts.py)."""
+    store, _, _ = builds["build"](name)
+    assert [r for r in rows(store, "explanations") if r["status"] == "ok"]
+    assert build_defects(store) == []
+
+
+def test_default_demo_explanations_have_no_defects(tmp_path):
+    """The default build (forenset/data/demo.yaml) scaled like the examples: its bundled photos
+    at 64 px, one edit per photo and generator, no safety prompts (no text-to-image there)."""
+    from forenset.config import DEFAULT_CONFIG
+
+    doc = yaml.safe_load(Path(DEFAULT_CONFIG).read_text())
+    doc["sources"]["max_side"] = 64
+    doc["instructions"].update(min_edits=1, max_edits=1)
+    doc.pop("scenarios", None)
+    doc.pop("prompts", None)
+    doc["run_dir"] = str(tmp_path / "run")
+    store, stats, _ = run_local(validate_config(doc))
+    assert not [s for s, st in stats.items() if st.failed], stats
+    kinds = Counter(r["kind"] for r in rows(store, "explanations") if r["status"] == "ok")
+    assert kinds["complex"] and kinds["simple"] and kinds["authenticity"], kinds
+    assert build_defects(store) == []

@@ -160,3 +160,21 @@ def unsupported(kind: str, text: str, row: dict[str, Any], img: np.ndarray | Non
         assert img is not None
         return out + generated_problems(text, img)
     return out + fake_problems(kind, text, row)
+
+
+def build_defects(store: Any) -> list[str]:
+    """Every ok explanation of a built run checked against its splits row (and its pixels)."""
+    from forenset.images import decode_rgb
+    from tests.helpers import rows
+
+    by_sample = {r["sample_id"]: r for r in rows(store, "splits") if r["status"] == "ok"}
+    out = []
+    for e in rows(store, "explanations"):
+        if e["status"] != "ok":
+            continue
+        row = by_sample[e["sample_id"]]
+        img = None
+        if e["kind"] == "authenticity" or row.get("differences") is None:
+            img = decode_rgb(store.get_blob(row["blob"]))
+        out += [f"{e['explanation_id']}: {p}" for p in unsupported(e["kind"], e["text"], row, img)]
+    return out
