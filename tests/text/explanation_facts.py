@@ -169,9 +169,10 @@ def build_defects(store: Any) -> list[str]:
 
     by_sample = {r["sample_id"]: r for r in rows(store, "splits") if r["status"] == "ok"}
     out = []
-    for e in rows(store, "explanations"):
-        if e["status"] != "ok":
-            continue
+    ok = [e for e in rows(store, "explanations") if e["status"] == "ok"]
+    if not ok:
+        return ["the build has no ok explanation to check"]
+    for e in ok:
         row = by_sample[e["sample_id"]]
         img = None
         if e["kind"] == "authenticity" or row.get("differences") is None:
