@@ -133,7 +133,8 @@ def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int 
         else:
             avg = f", {float(mag) * 100:.0f}% on average" if mag is not None else ""
             lead = f"{place}, a further {ct}" if place else f"a further {ct}"
-            parts.append(_sentence(f"{lead} spans {area} of the image{avg}, salience {sal}"))
+            # "spans an area of": never "<area> of the" twice when both areas round alike
+            parts.append(_sentence(f"{lead} spans an area of {area}{avg}, salience {sal}"))
         if ct in MEASURED and ct not in meant:
             meant.add(ct)
             parts.append(_sentence(MEASURED[ct]))

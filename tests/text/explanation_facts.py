@@ -76,7 +76,7 @@ def fake_problems(kind: str, text: str, row: dict[str, Any]) -> list[str]:
                 facts += 1
         for pattern, allowed in (
             (r"covers about ([\d.]+)% of the frame", areas),
-            (r"spans ([\d.]+)% of the image", areas),
+            (r"spans an area of ([\d.]+)%", areas),
             (r"about ([\d.]+)% of the picture", areas),
             (r"mean intensity change of (\d+)%", mags),
             (r"(\d+)% on average", mags),

@@ -115,3 +115,12 @@ def test_the_validator_rejects_a_repeated_phrase(tmp_path):
         )
         == []
     )
+
+
+def test_two_differences_of_equal_size_repeat_no_figure_phrase():
+    """Both areas round to 0.6 %: the second is worded so that "0.6% of the" is not said twice
+    (it was, and the text fell back to naming one difference)."""
+    d = {"region": "lower left", "change_type": "content change", "area": 0.006,
+         "magnitude": 0.03, "salience": 2}  # fmt: skip
+    text = complex_fake({"target": "brown region at the lower left"}, [d, {**d}])
+    assert repeated_ngrams(text) == [] and "a further content change" in text, text
