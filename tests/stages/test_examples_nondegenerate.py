@@ -8,6 +8,8 @@ the download). A build fails the test when a table it feeds is degenerate: an ev
 without reals or fakes, a size not reached, a robustness group with one class, an empty SafeIMG
 D_real, text-to-image fakes left unexplained, FakeBench short of its items, a forensic reward
 policy not above the constant one. ``problems`` is the check; it holds for the full examples too.
+The same builds, and the default demo scaled alike, are checked for explanation defects (a
+repeated 4-word phrase, a sentence stating what its row did not measure: issue 38 §3).
 
 Examples whose scaled configs agree on everything but their benchmark sections (eval and
 fakebench: the same photos, edits, splits) share one build with both sections on: a section
