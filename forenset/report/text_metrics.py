@@ -1,4 +1,4 @@
-"""Explanation diversity: Self-BLEU, Distinct-n and entity-mention rate (no NLTK needed).
+"""Explanation diversity: Self-BLEU, Distinct-n, duplicates and entity-mention rate (no NLTK).
 
 Self-BLEU scores each text with BLEU-4 against all the others as references (clipped n-gram
 precision, +1 smoothing for n > 1, brevity penalty to the closest reference length) and
@@ -13,6 +13,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
+
+from forenset.text.checks import repeated_ngrams
 
 _TOKEN = re.compile(r"[a-z0-9']+")
 
@@ -87,8 +89,6 @@ def diversity(items: Sequence[tuple[str, str, str]]) -> list[list[Any]]:
     """Per (split, kind) of ``(split, kind, text)`` items: n, distinct texts, the share of
     duplicates, Distinct-2 and the number of texts that repeat a 4-word phrase inside
     themselves (a template defect: "in the middle left ... in the middle left")."""
-    from forenset.text.checks import repeated_ngrams
-
     by: dict[tuple[str, str], list[str]] = {}
     for split, kind, text in items:
         by.setdefault((split, kind), []).append(text or "")
