@@ -10,6 +10,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from forenset.text.checks import repeated_ngrams
+
 LEAK_PATTERNS = [
     r"\binstruction(s)?\b",
     r"\bcompared (to|with) the original\b",
@@ -22,9 +24,10 @@ LEAK_PATTERNS = [
 
 # What the pixel extractor measured for each change type it assigns (offline_diff): stated as
 # measured, never inferred from the edit kind that made the candidate (that would leak it).
+# Worded apart, so that two types in one text share no 4-word phrase.
 MEASURED = {
     "colour change": "the colour shifts more than the brightness there, and the local structure is kept",
-    "brightness change": "the brightness shifts there while the local structure is kept",
+    "brightness change": "the brightness shifts there while edges and texture stay in place",
     "content change": "the local structure itself (edges and texture) is altered there",
 }
 PLAIN = {
@@ -50,18 +53,28 @@ def where(region: str | None) -> str:
     return "across the whole image" if region == "whole image" else f"in the {region}"
 
 
+# The position names offline_vision.position_name and offline_diff give regions and entities.
+POSITION = re.compile(r"\b(?:(?:upper|lower|middle) (?:left|right|centre)|centre|whole image)\b")
+
+
+def positions(text: str) -> list[str]:
+    """The position names a phrase states ("grey region at the upper left" -> upper left)."""
+    return POSITION.findall(text.lower())
+
+
 def article(noun: str) -> str:
     return "an" if noun[:1].lower() in "aeiou" else "a"
 
 
 def subject(ins: dict[str, Any], main: list[dict[str, Any]]) -> tuple[str, str, str]:
     """(noun phrase, its location phrase, the entity an explanation must name): the
-    instruction's target when it has one, else the largest measured region."""
+    instruction's target when it has one, else the largest measured region. A target that
+    already names its place ("grey region at the upper left") gets no second location."""
     region = main[0].get("region") if main else None
     target = str(ins.get("target") or "").strip()
     if target:
         bare = re.sub(r"^(the|a|an)\s+", "", target, flags=re.I)
-        return f"the {bare}", where(region), bare
+        return f"the {bare}", "" if positions(bare) else where(region), bare
     if region:
         return "the changed area", where(region), region
     return "the image", "", "image"
@@ -73,9 +86,15 @@ def _sentence(*parts: str) -> str:
 
 
 def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int = 0) -> str:
-    """The measured differences as evidence: change type, extent, place, strength, salience."""
+    """The measured differences as evidence: change type, extent, place, strength, salience.
+
+    Each place is stated once (a later difference in a place already named is "in the same
+    part"), the second difference is worded apart from the first and each change type's
+    meaning is stated once, so no phrase repeats. ``variant`` 0/1 words the opening apart;
+    from 2 on, the second difference is left out (the fallback when numbers collide)."""
     main = [d for d in diffs if d.get("change_type") != "artifact"]
     noun, loc, _ = subject(ins, main)
+    said = {where(p) for p in positions(noun)} | {loc}
     parts = []
     if variant % 2 == 0:
         parts.append(_sentence(noun, loc, "differs from an unedited photo"))
@@ -83,20 +102,41 @@ def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int 
         parts.append(
             _sentence(f"look at {f'{noun} {loc}'.strip()}: it carries the measured changes")
         )
-    for d in main[:2]:
+    meant: set[str] = set()
+    for k, d in enumerate(main[: 1 if variant >= 2 else 2]):
         ct = str(d.get("change_type") or "change")
-        what = (
-            f"{article(ct)} {ct} covers about {float(d.get('area') or 0) * 100:.1f}% of the frame"
-        )
-        strength = ""
-        if d.get("magnitude") is not None:
-            strength = f"with a mean intensity change of {float(d['magnitude']) * 100:.0f}%"
-        parts.append(
-            _sentence(
-                what, where(d.get("region")), strength, f"(salience {d.get('salience', 1)} of 5)"
+        reg = d.get("region")
+        if where(reg) not in said:
+            place = where(reg)
+        elif k == 0:
+            place = ""
+        else:
+            place = "in the same part" if reg else "in a second area"
+        said.add(where(reg))
+        area = f"{float(d.get('area') or 0) * 100:.1f}%"
+        mag = d.get("magnitude")
+        sal = d.get("salience", 1)
+        if k == 0:
+            strength = (
+                f"with a mean intensity change of {float(mag) * 100:.0f}%"
+                if mag is not None
+                else ""
             )
-        )
-        if ct in MEASURED:
+            parts.append(
+                _sentence(
+                    f"{article(ct)} {ct} covers about {area} of the frame",
+                    place,
+                    strength,
+                    f"(salience {sal} of 5)",
+                )
+            )
+        else:
+            avg = f", {float(mag) * 100:.0f}% on average" if mag is not None else ""
+            lead = f"{place}, a further {ct}" if place else f"a further {ct}"
+            # "spans an area of": never "<area> of the" twice when both areas round alike
+            parts.append(_sentence(f"{lead} spans an area of {area}{avg}, salience {sal}"))
+        if ct in MEASURED and ct not in meant:
+            meant.add(ct)
             parts.append(_sentence(MEASURED[ct]))
     art = [d for d in diffs if d.get("change_type") == "artifact"]
     if art:
@@ -116,6 +156,8 @@ def simple_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int =
     noun, loc, _ = subject(ins, main)
     ct = str(main[0].get("change_type")) if main else ""
     reason = PLAIN.get(ct, "it does not match the rest of the picture")
+    if main and ct not in PLAIN:  # a type without plain words: its measured extent
+        reason = f"about {float(main[0].get('area') or 0) * 100:.1f}% of the picture changed there"
     place = f"{noun} {loc}".strip()
     if variant % 2 == 0:
         return f"This picture was edited. Look at {place}: {reason}."
@@ -155,7 +197,11 @@ def image_evidence(img: np.ndarray) -> dict[str, Any]:
 def authenticity(img: np.ndarray, caption: str, entities: list[str], variant: int = 0) -> str:
     """Measured image statistics only: brightness gradient, noise level, local sharpness."""
     ev = image_evidence(img)
-    ents = [re.sub(r"^(the|a|an)\s+", "", e, flags=re.I) for e in entities if e][:2]
+    ents: list[str] = []
+    for e in entities:  # at most two, and a second only if it repeats no phrase of the first
+        bare = re.sub(r"^(the|a|an)\s+", "", e, flags=re.I) if e else ""
+        if bare and len(ents) < 2 and not repeated_ngrams(" and the ".join([*ents, bare])):
+            ents.append(bare)
     scene = " and the ".join(ents)
     around = f"the scene around the {scene}" if ents else "the scene"
     light = {

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from forenset.exports.data import SPLITS, write_atomic
+from forenset.report.text_metrics import DIVERSITY_HEADERS, diversity
 from forenset.store.run_store import RunStore
 
 LABELS = ["real", "fake"]
@@ -299,5 +300,34 @@ def dataset_card(
     lines += ["", "## Source licences", "", "| licence | samples |", "|---|---|"]
     for name, n in sorted(lic.items()):
         lines.append(f"| {name or 'unknown'} | {n} |")
+    lines += explanation_lines(samples)
     lines.append("")
     return "\n".join(lines)
+
+
+def explanation_lines(samples: list[dict[str, Any]]) -> list[str]:
+    """The card's explanation-diversity table (the HTML report's, from the exported rows):
+    per split and kind, duplicates, Distinct-2 and texts repeating a 4-word phrase."""
+    items = [
+        (s["split"], kind, s[f"explanation_{kind}"])
+        for s in samples
+        for kind in ("complex", "simple", "authenticity")
+        if s.get(f"explanation_{kind}")
+    ]
+    if not items:
+        return []
+    out = [
+        "",
+        "## Explanation diversity",
+        "",
+        "Duplicate share: (n - distinct texts) / n. Distinct-2: unique bigrams / bigrams. "
+        "Repeated 4-gram: texts in which a 4-word phrase occurs twice.",
+        "",
+        "| " + " | ".join(DIVERSITY_HEADERS) + " |",
+        "|" + "---|" * len(DIVERSITY_HEADERS),
+    ]
+    for row in diversity(items):
+        out.append(
+            "| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |"
+        )
+    return out

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from forenset.exports.data import SPLITS, load_samples, rank, verdict_source, write_atomic
-from forenset.report.text_metrics import distinct_n, mention_rate, self_bleu
+from forenset.report.text_metrics import (
+    DIVERSITY_HEADERS,
+    distinct_n,
+    diversity,
+    mention_rate,
+    self_bleu,
+)
 from forenset.store.run_store import RunStore
 
 CSS = """
@@ -307,6 +313,22 @@ def explanation_section(con: Any, seed: int) -> str:
     return out
 
 
+def explanation_diversity_section(con: Any) -> str:
+    """Per split and kind: duplicates, Distinct-2 and texts that repeat a phrase inside
+    themselves, so a builder sees templated or defective labels before training on them."""
+    rs = _q(con, "SELECT split, kind, text FROM explanations WHERE status='ok'")
+    if not rs:
+        return ""
+    out = "<h3>Explanation diversity per split</h3>" + table(DIVERSITY_HEADERS, diversity(rs))
+    out += (
+        "<p>Duplicate share: (n − distinct texts) / n, texts that copy an earlier one word for "
+        "word. Distinct-2: unique bigrams / bigrams over the split's texts of that kind. "
+        "Repeated 4-gram: texts in which a 4-word phrase occurs twice (the validator rejects "
+        "them, so a non-zero count means texts from before that check).</p>"
+    )
+    return out
+
+
 def evaluation_section(store: RunStore, con: Any) -> str:
     """Table 5 (XPlainVerse) and F1 ID vs OOD per detector and track; empty without
     ``eval_scores`` (the evaluation is opt-in)."""
@@ -490,6 +512,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
         salience_section(con),
         perturbation_section(con),
         explanation_section(con, seed),
+        explanation_diversity_section(con),
         evaluation_section(store, con),
         safeimg_section(store),
         reward_section(store, con),

@@ -1,4 +1,4 @@
-"""Explanation diversity: Self-BLEU, Distinct-n and entity-mention rate (no NLTK needed).
+"""Explanation diversity: Self-BLEU, Distinct-n, duplicates and entity-mention rate (no NLTK).
 
 Self-BLEU scores each text with BLEU-4 against all the others as references (clipped n-gram
 precision, +1 smoothing for n > 1, brevity penalty to the closest reference length) and
@@ -12,6 +12,9 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
+
+from forenset.text.checks import repeated_ngrams
 
 _TOKEN = re.compile(r"[a-z0-9']+")
 
@@ -73,3 +76,42 @@ def mention_rate(mentions: Sequence[Sequence[str] | None]) -> float | None:
     if not mentions:
         return None
     return sum(1 for m in mentions if m) / len(mentions)
+
+
+def duplicate_share(texts: Sequence[str]) -> float | None:
+    """Share of texts that repeat an earlier text of the set word for word: (n - distinct) / n."""
+    if not texts:
+        return None
+    return 1 - len(set(texts)) / len(texts)
+
+
+def diversity(items: Sequence[tuple[str, str, str]]) -> list[list[Any]]:
+    """Per (split, kind) of ``(split, kind, text)`` items: n, distinct texts, the share of
+    duplicates, Distinct-2 and the number of texts that repeat a 4-word phrase inside
+    themselves (a template defect: "in the middle left ... in the middle left")."""
+    by: dict[tuple[str, str], list[str]] = {}
+    for split, kind, text in items:
+        by.setdefault((split, kind), []).append(text or "")
+    return [
+        [
+            split,
+            kind,
+            len(texts),
+            len(set(texts)),
+            duplicate_share(texts),
+            distinct_n(texts, 2),
+            sum(1 for t in texts if repeated_ngrams(t)),
+        ]
+        for (split, kind), texts in sorted(by.items())
+    ]
+
+
+DIVERSITY_HEADERS = (
+    "split",
+    "kind",
+    "n",
+    "distinct texts",
+    "duplicate share",
+    "Distinct-2",
+    "repeated 4-gram",
+)

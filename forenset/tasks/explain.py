@@ -47,6 +47,7 @@ from forenset.tasks.modelcall import (
 from forenset.tasks.shared import SplitPartitioned
 from forenset.tasks.strategy import ModelStrategy, OfflineStrategy, StrategyStage
 from forenset.text.checks import (
+    repeated_ngrams,
     validate_authenticity_explanation,
     validate_complex_explanation,
     validate_simple_explanation,
@@ -97,7 +98,7 @@ class ExplanationsOffline(OfflineStrategy["Explanations", ExplanationsConfig]):
                     "n_words": len(text.split()),
                     "attempts": attempt + 1,
                     "backend": "offline",
-                    "model": "templates-v2",
+                    "model": "templates-v3",
                 }
         raise StageRowError(
             f"{kind} explanation failed validation after {tries} attempts: {'; '.join(problems)}"
@@ -314,8 +315,9 @@ class Explanations(SplitPartitioned[ExplanationsConfig], StrategyStage[Explanati
     name = "explanations"
     config_model = ExplanationsConfig
     # 3: one try per kind offline (a failed simple text keeps the complex one); 4: text-to-image
-    # fakes explained offline from statistics measured on their pixels (were error rows)
-    version = "4"
+    # fakes explained offline from statistics measured on their pixels (were error rows); 5: no
+    # repeated 4-word phrase (the validator rejects one; templates state each place once)
+    version = "5"
     input_columns = (
         "sample_id",
         "label",
@@ -347,7 +349,7 @@ class Explanations(SplitPartitioned[ExplanationsConfig], StrategyStage[Explanati
 
     def validate(self, kind: str, text: str, entities: list[str]) -> list[str]:
         """This stage's own checks of an explanation (both strategies): length, a concrete
-        entity, no leak of the hidden references."""
+        entity, no leak of the hidden references, no repeated word 4-gram."""
         c = self.cfg
         problems = []
         n = len(text.split())
@@ -357,4 +359,7 @@ class Explanations(SplitPartitioned[ExplanationsConfig], StrategyStage[Explanati
             problems.append("mentions no concrete entity")
         if leaks(text):
             problems.append("refers to the hidden references")
+        again = repeated_ngrams(text)
+        if again:
+            problems.append(f"repeats a phrase: {'; '.join(repr(g) for g in again[:3])}")
         return problems

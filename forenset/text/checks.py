@@ -83,6 +83,20 @@ def validate_judgment(reply: AlignmentJudgment | Mapping[str, Any], tol: float =
     return out
 
 
+def repeated_ngrams(text: str, n: int = 4) -> list[str]:
+    """Word n-grams (lower-cased, punctuation stripped) that occur more than once in ``text``:
+    a label that says "in the upper left in the upper left" reads as a template defect."""
+    toks = tokens(text)
+    seen: set[tuple[str, ...]] = set()
+    out: dict[tuple[str, ...], None] = {}
+    for i in range(len(toks) - n + 1):
+        g = tuple(toks[i : i + n])
+        if g in seen:
+            out[g] = None
+        seen.add(g)
+    return [" ".join(g) for g in out]
+
+
 def _explanation_common(text: str, min_words: int, max_words: int) -> list[str]:
     out = []
     n = len(tokens(text))

@@ -3,6 +3,7 @@
 from forenset.config import load_config
 from forenset.flows.local import run_local
 from tests.helpers import rows
+from tests.text.explanation_facts import build_defects
 
 
 def test_cpu_diffusers_config_builds_edits_and_t2i(tmp_path):
@@ -31,6 +32,8 @@ def test_cpu_diffusers_config_builds_edits_and_t2i(tmp_path):
     assert {r["split"] for r in rows(store, "splits") if r["generator"] == "kontext-tiny"} <= {
         "test"
     }
+    # the example's explanations (edits and text-to-image fakes, reals) have no defect (issue 38)
+    assert build_defects(store) == []
     # a finished build re-runs nothing (the pipelines are not even loaded)
     _, _, again = run_local(cfg, str(tmp_path / "run"))
     assert sum(again.values()) == 0

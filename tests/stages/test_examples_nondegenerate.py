@@ -8,6 +8,8 @@ the download). A build fails the test when a table it feeds is degenerate: an ev
 without reals or fakes, a size not reached, a robustness group with one class, an empty SafeIMG
 D_real, text-to-image fakes left unexplained, FakeBench short of its items, a forensic reward
 policy not above the constant one. ``problems`` is the check; it holds for the full examples too.
+The same builds, and the default demo scaled alike, are checked for explanation defects (a
+repeated 4-word phrase, a sentence stating what its row did not measure: issue 38 §3).
 
 Examples whose scaled configs agree on everything but their benchmark sections (eval and
 fakebench: the same photos, edits, splits) share one build with both sections on: a section
@@ -31,6 +33,7 @@ from forenset.images import decode_rgb, encode_png
 from forenset.store.run_store import RunStore
 from forenset.tasks.sources import load_sample_bytes, sample_manifest
 from tests.helpers import rows, run_local
+from tests.text.explanation_facts import build_defects
 
 pytestmark = pytest.mark.slow
 
@@ -241,3 +244,30 @@ def test_the_check_fails_on_a_size_not_reached(name, builds):
     more[bench]["reals" if bench == "evaluation" else "images"] += 1
     found = problems(store, more, bench)
     assert found and all("asked" in p for p in found), found
+
+
+@pytest.mark.parametrize("name", shipped())
+def test_example_explanations_have_no_defects(name, builds):
+    """Issue 38 §3: no explanation of a shipped example repeats a 4-word phrase, and every
+    sentence states a fact its row measured (tests/text/explanation_facts.py)."""
+    store, _, _ = builds["build"](name)
+    assert [r for r in rows(store, "explanations") if r["status"] == "ok"]
+    assert build_defects(store) == []
+
+
+def test_default_demo_explanations_have_no_defects(tmp_path):
+    """The default build (forenset/data/demo.yaml) scaled like the examples: its bundled photos
+    at 64 px, one edit per photo and generator, no safety prompts (no text-to-image there)."""
+    from forenset.config import DEFAULT_CONFIG
+
+    doc = yaml.safe_load(Path(DEFAULT_CONFIG).read_text())
+    doc["sources"]["max_side"] = 64
+    doc["instructions"].update(min_edits=1, max_edits=1)
+    doc.pop("scenarios", None)
+    doc.pop("prompts", None)
+    doc["run_dir"] = str(tmp_path / "run")
+    store, stats, _ = run_local(validate_config(doc))
+    assert not [s for s, st in stats.items() if st.failed], stats
+    kinds = Counter(r["kind"] for r in rows(store, "explanations") if r["status"] == "ok")
+    assert kinds["complex"] and kinds["simple"] and kinds["authenticity"], kinds
+    assert build_defects(store) == []

@@ -115,7 +115,9 @@ def group_of(item: dict[str, Any], kind: str) -> str | None:
 
 class EvalScores(Stage[EvaluationConfig]):
     name = "eval_scores"
-    version = "4"  # 4: long-format rows with n, bootstrap intervals and caveats
+    # 4: long-format rows with n, bootstrap intervals and caveats; 5: a caveat on an EntityScore /
+    # EvidenceScore that is 0 by construction (structural_zero)
+    version = "5"
     inputs = ("detections", "explanations", "eval_sets")
     input_columns = {
         "detections": (
@@ -285,7 +287,7 @@ class EvalScores(Stage[EvaluationConfig]):
         rows = []
         for key, members in sorted(groups.items()):
             detector, track, eval_set, kind, group = key
-            rows += score_rows(
+            made = score_rows(
                 dict(zip(GROUP_FIELDS, key, strict=True)),
                 f"{detector}/{track}/{eval_set}/{kind}={group}",
                 members,
@@ -293,10 +295,48 @@ class EvalScores(Stage[EvaluationConfig]):
                 self.cfg.intervals,
                 self.ctx.seed,
             )
+            for r in made:
+                why = structural_zero(r["metric"], members)
+                if why and r["value"] == 0:
+                    r["caveat"] = "; ".join(c for c in (r["caveat"], why) if c)
+            rows += made
         ms = (time.perf_counter() - t0) * 1000 / max(1, len(rows))
         for r in rows:
             r.update(status="ok", stage_version=self.version, elapsed_ms=ms)
         return self.to_table(rows)
+
+
+ENTITY_METRICS = {"entity_score": "entity", "evidence_score": "evidence claim"}
+
+
+def structural_zero(metric: str, members: list[dict[str, Any]]) -> str | None:
+    """The caveat of an EntityScore / EvidenceScore that is 0 on every item because one side
+    never names what the other does: recall 0 on every item (no reference entity, or claim, is
+    found in the responder's explanation) or precision 0 on every item; the score is their
+    harmonic mean, so it is 0 whatever else the texts say. The offline forensic detector names
+    image positions and forensic measures, never the scene entities the references name: its 0
+    says that, not that its explanations are wrong, and a user must be told so."""
+    what = ENTITY_METRICS.get(metric)
+    if what is None:
+        return None
+    got = [(m.get("scores") or {}).get(metric) for m in members]
+    scored = [s for s in got if s is not None and s.value is not None]
+    if not scored or any(s.value for s in scored):
+        return None
+    n = len(scored)
+    if all(not s.details.get("recall") for s in scored):
+        why = f"no {what} of the {n} reference texts is named in this responder's explanation"
+        side = "recall"
+    elif all(not s.details.get("precision") for s in scored):
+        why = f"no {what} of this responder's {n} explanations is found in its reference"
+        side = "precision"
+    else:
+        return None
+    return (
+        f"0 by construction: {why} ({side} 0 on every item; the score is the harmonic mean of "
+        "precision and recall): the two name different things, e.g. image positions and "
+        "forensic measures against scene entities"
+    )
 
 
 def gold_as_references(gold: list[dict[str, Any]]) -> list[dict[str, Any]]:
