@@ -202,6 +202,7 @@ def export_hf(
         counts[split] = len(part)
         sizes[split] = nbytes
     card = dataset_card(samples, files, counts, sizes, include_perturbed, title)
+    card += funnel_card(store)
     write_atomic(out / "README.md", card)
     return {"format": "hf", "path": str(out), "counts": counts, "files": files}
 
@@ -300,4 +301,27 @@ def dataset_card(
     for name, n in sorted(lic.items()):
         lines.append(f"| {name or 'unknown'} | {n} |")
     lines.append("")
+    return "\n".join(lines)
+
+
+def funnel_card(store: Any) -> str:
+    """The card's funnel section: the numbers `forenset status --funnel` prints (from the
+    build's footers, forenset.funnel), and its warnings."""
+    from forenset.funnel import funnel
+
+    f = funnel(store)
+
+    def cell(v: object) -> str:
+        return "" if v is None else str(v).replace("|", "\\|")
+
+    lines = [
+        "## Funnel",
+        "",
+        "Rows kept at each step of the build, and why the rest were dropped.",
+        "",
+        "| step | group | n | of | dropped: why |",
+        "|---|---|---|---|---|",
+    ]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in f.numbers()]
+    lines += [""] + [f"- warning: {w}" for w in f.warnings] + ([""] if f.warnings else [])
     return "\n".join(lines)
