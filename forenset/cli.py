@@ -347,6 +347,7 @@ def split(
         f"Splits regenerated: holdout={sp_cfg.holdout_families} fractions={dict(sp_cfg.fractions)}"
     )
     console.print(f"Shards recomputed: {ran or 'none'}; export {result['export']['counts']}")
+    _build_warnings(run_dir)
 
 
 @app.command()

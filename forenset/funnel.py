@@ -194,5 +194,9 @@ def holdout_line(families: list[str], ood: int, photos: int, min_n: int) -> str 
 
 
 def holdout_warnings(store: RunStore, shards: list[ShardInfo] | None = None) -> list[str]:
+    """The ``holdout_line`` of a build that has splits (none before splits ran)."""
+    shards = store.manifest("splits") if shards is None else shards
+    if not shards:
+        return []
     line = holdout_line(*holdout_counts(store, shards))
     return [line] if line else []

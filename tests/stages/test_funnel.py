@@ -267,3 +267,18 @@ def test_the_default_demos_test_split_holds_held_out_rows(tmp_path):
     assert not any(st.failures for st in stats.values())
     ood = [r for r in rows(store, "splits") if r["split"] == "test" and r["holdout"]]
     assert ood and {r["generator_family"] for r in ood} == set(doc["splits"]["holdout_families"])
+
+
+def test_a_small_held_out_family_is_one_sentence():
+    from forenset.funnel import holdout_line
+
+    assert holdout_line([], 0, 1, 10) is None  # nothing held out
+    assert holdout_line(["poisson"], 10, 3, 10) is None  # enough to measure
+    one = holdout_line(["poisson"], 1, 1, 10)
+    assert one == (
+        "held-out family poisson: 1 OOD item in test, fewer than intervals.min_n = 10 "
+        "(the test split holds 1 source photo): OOD figures are anecdotal"
+    )
+    none = holdout_line(["poisson", "faulty"], 0, 2, 5)
+    assert none is not None and none.startswith("held-out families poisson, faulty: 0 OOD items")
+    assert none.endswith("and the OOD set is empty") and "\n" not in none
