@@ -237,8 +237,9 @@ def test_every_offline_family_marks_every_kind():
 
 def test_the_default_demos_test_split_holds_held_out_rows(tmp_path):
     """The default demo (forenset/data/demo.yaml) keeps a held-out row in test. Built on the
-    photos its seed puts in test only (each photo's edits and split are its own), without the
-    safety path."""
+    photos its seed puts in test only (a photo's split is its own; its splice donors come from
+    the photos built with it, so splices may differ from the full demo's), without the safety
+    path. The full demo's figures are in docs/benchmarks.md."""
     from forenset.store.run_store import RunStore
     from forenset.tasks.base import StageContext
     from forenset.tasks.sources import Sources
