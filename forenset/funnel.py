@@ -33,7 +33,9 @@ class Step:
     why: dict[str, int] = field(default_factory=dict)
 
     def why_text(self) -> str:
-        return ", ".join(f"{k} {v}" for k, v in sorted(self.why.items(), key=lambda x: -x[1]))
+        return ", ".join(
+            f"{k} {v}" for k, v in sorted(self.why.items(), key=lambda x: (-x[1], x[0]))
+        )
 
 
 @dataclass
