@@ -172,11 +172,13 @@ def holdout_counts(
     store: RunStore, shards: list[ShardInfo] | None = None
 ) -> tuple[list[str], int, int, int]:
     """(held-out families, OOD items in test, test photos, intervals.min_n) of the build."""
-    cfg = build_config(store)
-    families = list((cfg.get("splits") or {}).get("holdout_families") or [])
+    shards = store.manifest("splits") if shards is None else shards
+    cfg = build_config(store)  # min_n; the families too for footers written before they were
+    found = sorted({k[0] for k in _prefixed(shards, "holdout")})
+    families = found or list((cfg.get("splits") or {}).get("holdout_families") or [])
     ev = cfg.get("evaluation") or {}
     min_n = int((ev.get("intervals") or {}).get("min_n") or DEFAULT_MIN_N)
-    n = _prefixed(shards if shards is not None else store.manifest("splits"), "n")
+    n = _prefixed(shards, "n")
     ood = sum(c for (s, p, _), c in n.items() if s == "test" and p == "ood")
     photos = sum(c for (s, p, _), c in n.items() if s == "test" and p == "real")
     return families, ood, photos, min_n

@@ -228,9 +228,12 @@ class Splits(Stage[SplitsConfig]):
 
     def footer_counts(self, table: pa.Table, shard: ShardSpec) -> dict[str, int]:
         """The status counts plus what the funnel reads: ``n/<split>/<real|id|ood>/<generator>``
-        rows written, ``dropped/<reason>/<generator>`` rows left out, and
-        ``identical/<generator>/<other>/<kind>`` candidates identical to another generator's."""
+        rows written, ``dropped/<reason>/<generator>`` rows left out,
+        ``identical/<generator>/<other>/<kind>`` candidates identical to another generator's,
+        and ``holdout/<family>`` (1) per held-out family."""
         counts = self.counts(table)
+        for family in self.cfg.holdout_families:  # what "OOD" means in this build
+            counts[f"holdout/{family}"] = 1
         if table.num_rows:
             cols = table.select(["split", "label", "holdout", "generator", "status"]).to_pylist()
             for r in cols:

@@ -46,7 +46,7 @@ def twin_build(tmp_path_factory):
                 "fractions": {"train": 0.5, "validation": 0.25, "test": 0.25},
                 "holdout_families": ["twin"],
             },
-            evaluation={"enabled": False},
+            evaluation={"enabled": True, "fakes": 2, "reals": 1},
             fakebench={"enabled": False},
             perturbations={"variants": 1},
         )
@@ -182,6 +182,15 @@ def test_status_report_and_card_show_the_same_funnel(twin_build, tmp_path):
     assert md == want
     for w in funnel(twin_build).warnings:
         assert w in card and html.escape(w) in section and w in " ".join(res.output.split())
+
+
+def test_eval_says_why_the_ood_set_is_small(twin_build):
+    from forenset.cli import app
+
+    (line,) = [w for w in funnel(twin_build).warnings if w.startswith("held-out family twin")]
+    res = CliRunner().invoke(app, ["eval", twin_build.uri], terminal_width=400)
+    assert res.exit_code == 0, res.output
+    assert line in " ".join(res.output.split())
 
 
 def _table_lines(text: str) -> list[str]:
