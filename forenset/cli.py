@@ -254,6 +254,7 @@ def build(
     elif ran:
         console.print(f"Ran {ran} shards in {result['tasks']} Prefect tasks.")
     console.print(f"Export: {exp['path']} {exp['counts']}  ({time.perf_counter() - t0:.1f}s)")
+    _build_warnings(run_uri)
     failures = [f for s in stats.values() for f in s["failures"]]
     if failures:
         for f in failures[:10]:
@@ -263,6 +264,16 @@ def build(
             "the export is labelled partial; fix the cause and run the same command to resume"
         )
         raise typer.Exit(1)
+
+
+def _build_warnings(run_uri: str) -> None:
+    """The funnel's warnings under the build summary (identical generators, a small OOD set)."""
+    from forenset.store.run_store import RunStore
+
+    try:
+        print_funnel(RunStore(run_uri), table=False)
+    except (OSError, ValueError) as e:  # the build is done; a summary line must not fail it
+        err.print(f"[yellow]warning:[/] the funnel could not be read ({e})")
 
 
 @app.command()
@@ -336,6 +347,7 @@ def split(
         f"Splits regenerated: holdout={sp_cfg.holdout_families} fractions={dict(sp_cfg.fractions)}"
     )
     console.print(f"Shards recomputed: {ran or 'none'}; export {result['export']['counts']}")
+    _build_warnings(run_dir)
 
 
 @app.command()
@@ -343,6 +355,10 @@ def status(
     run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
     details: Annotated[
         bool, typer.Option("--details", help="Also Edit-Check and split statistics (SQL).")
+    ] = False,
+    funnel: Annotated[
+        bool,
+        typer.Option("--funnel", help="Rows kept at each step, per generator and kind, and why."),
     ] = False,
 ) -> None:
     """Per stage: shards done/pending, rows ok/error, kept/discarded (from shard footers, no data scan)."""
@@ -397,6 +413,7 @@ def status(
         vc = [x.counts for x in store.manifest(name)]
         kept, discarded = (sum(c.get(k, 0) for c in vc) for k in ("kept", "discarded"))
         console.print(discard_line(kept, discarded) if i == 0 else gate_line(name, kept, discarded))
+    print_funnel(store, table=funnel)
     if details:
         from forenset import stats as st_mod
         from forenset.store.views import connect, table_names
@@ -410,6 +427,23 @@ def status(
             for q_row in q_rows:
                 t.add_row(*["" if v is None else str(v) for v in q_row])
             console.print(t)
+
+
+def print_funnel(store, *, table: bool) -> None:
+    """The funnel's warnings (identical generators, a held-out family too small), and with
+    ``table`` the funnel itself (forenset.funnel: the report and the card show the same)."""
+    from forenset.funnel import funnel
+
+    f = funnel(store)
+    if table:
+        t = Table(title="funnel (rows kept at each step)")
+        for col in ("step", "group", "n", "of", "dropped: why"):
+            t.add_column(col, justify="right" if col in ("n", "of") else "left", overflow="fold")
+        for step, group, n, of, why in f.numbers():
+            t.add_row(step, group, str(n), "" if of is None else str(of), why)
+        console.print(t, width=min(80, console.width))
+    for w in f.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
 
 
 def committed_shards(store, stage: str) -> int:

@@ -79,7 +79,7 @@ def execute_shard(stage: Stage, spec: ShardSpec) -> ShardInfo:
     batch = stage.read_inputs(spec)
     out = redact_table(stage.process(batch, spec))  # no secret lands in a row (forenset.redact)
     stage.check_partition(spec, out)
-    counts = stage.counts(out)
+    counts = stage.footer_counts(out, spec)
     counts["ms"] = int((time.perf_counter() - t0) * 1000)
     return stage.ctx.store.write_shard(
         stage.name,

@@ -203,6 +203,7 @@ def export_hf(
         counts[split] = len(part)
         sizes[split] = nbytes
     card = dataset_card(samples, files, counts, sizes, include_perturbed, title)
+    card += funnel_card(store)
     write_atomic(out / "README.md", card)
     return {"format": "hf", "path": str(out), "counts": counts, "files": files}
 
@@ -331,3 +332,25 @@ def explanation_lines(samples: list[dict[str, Any]]) -> list[str]:
             "| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |"
         )
     return out
+
+def funnel_card(store: Any) -> str:
+    """The card's funnel section: the numbers `forenset status --funnel` prints (from the
+    build's footers, forenset.funnel), and its warnings."""
+    from forenset.funnel import funnel
+
+    f = funnel(store)
+
+    def cell(v: object) -> str:
+        return "" if v is None else str(v).replace("|", "\\|")
+
+    lines = [
+        "## Funnel",
+        "",
+        "Rows kept at each step of the build, and why the rest were dropped.",
+        "",
+        "| step | group | n | of | dropped: why |",
+        "|---|---|---|---|---|",
+    ]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in f.numbers()]
+    lines += [""] + [f"- warning: {w}" for w in f.warnings] + ([""] if f.warnings else [])
+    return "\n".join(lines)

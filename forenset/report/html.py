@@ -144,6 +144,40 @@ def counts_section(store: RunStore, con: Any) -> str:
     return out
 
 
+def funnel_section(store: RunStore) -> str:
+    """The build's funnel (forenset.funnel, from footers): a chart of the rows left at each
+    step, the table `forenset status --funnel` prints, and its warnings."""
+    from forenset.funnel import funnel
+
+    f = funnel(store)
+    out = "<h2>Funnel: rows kept at each step, and why the rest were dropped</h2>"
+    totals = [(s.step, s.n) for s in f.steps if not s.group]
+    if totals:
+        out += img_tag(funnel_plot(totals), "funnel")
+    out += table(["step", "group", "n", "of", "dropped: why"], f.numbers())
+    if f.warnings:
+        out += "<ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in f.warnings) + "</ul>"
+    return out
+
+
+def funnel_plot(totals: Sequence[tuple[str, int]]) -> str:
+    """Horizontal bars, first step on top: the rows each step kept."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 0.35 * len(totals) + 0.8))
+    names = [t[0] for t in totals][::-1]
+    values = [t[1] for t in totals][::-1]
+    ax.barh(names, values, color="#4a7ab5")
+    for i, v in enumerate(values):
+        ax.text(v, i, f" {v}", va="center", fontsize=8)
+    ax.set_title("funnel: rows kept at each step")
+    ax.set_xlabel("rows")
+    return _fig_uri(fig)
+
+
 def discard_section(con: Any, gates: Sequence[str] = ()) -> str:
     """Edit-Check's discard rates, then one line per later gate of the run (``gates``)."""
     vt = gates[0] if gates else verdict_source()[0]
@@ -508,6 +542,7 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
     samples = load_samples(store)
     parts = [
         counts_section(store, con),
+        funnel_section(store),
         discard_section(con, gate_tables(store)),
         salience_section(con),
         perturbation_section(con),

@@ -278,12 +278,31 @@ class Stage(Generic[C]):
             **(self.gate_counts(table) if self.gate else {}),
         }
 
+    def footer_counts(self, table: pa.Table, shard: ShardSpec) -> dict[str, int]:
+        """What the shard's footer records: ``counts``, plus what a stage knows of the shard
+        beyond its rows (splits: the rows it left out and why)."""
+        return self.counts(table)
+
     @staticmethod
     def gate_counts(table: pa.Table) -> dict[str, int]:
-        """A gate's footer counts: its ok rows kept and discarded."""
-        rows = table.select(["status", "keep"]).to_pylist() if table.num_rows else []
-        ok = [bool(r["keep"]) for r in rows if r["status"] == "ok"]
-        return {"kept": sum(ok), "discarded": len(ok) - sum(ok)}
+        """A gate's footer counts: its ok rows kept and discarded, and for the funnel the same
+        per edit kind, the discarded ones by reason (``kept/<kind>``,
+        ``discarded/<kind>/<reason>``: the failure category, ``borderline`` for a BORDERLINE
+        verdict the policy dropped)."""
+        names = [c for c in ("kind", "verdict", "failure_category") if c in table.column_names]
+        rows = table.select(["status", "keep", *names]).to_pylist() if table.num_rows else []
+        ok = [r for r in rows if r["status"] == "ok"]
+        out = {"kept": sum(bool(r["keep"]) for r in ok)}
+        out["discarded"] = len(ok) - out["kept"]
+        for r in ok:
+            kind = r.get("kind") or "unknown"
+            if r["keep"]:
+                key = f"kept/{kind}"
+            else:
+                why = "borderline" if r.get("verdict") == "BORDERLINE" else None
+                key = f"discarded/{kind}/{why or r.get('failure_category') or 'unknown'}"
+            out[key] = out.get(key, 0) + 1
+        return out
 
     def error_row(self, row: dict[str, Any], message: str, retryable: bool) -> dict[str, Any]:
         """Keep the input's ids so the failure can be traced; the key falls back to the input's."""

@@ -7,11 +7,21 @@ Edited fakes come from the last gate of the registry (verdicts unless another ga
 it), found when the stage is loaded, so a gate is inserted without editing this module.
 With several edit generators, an instructions shard's edits are planned once every edit
 generator's gate rows of it are in: identical candidates (same photo, same bytes) of different
-generators are kept once, under the first generator by name, with all of them in ``generators``.
+generators are kept once, with all of them in ``generators``. The bytes belong to a held-out
+family when one of it made them: in test they are kept under the first held-out generator by
+name (an OOD sample), in train or validation they are dropped, so a held-out family's image
+never sits in training data under an in-distribution name. Otherwise the first generator by
+name keeps them. One image is never in two splits: the split is drawn per source photo, and
+sources refuses a photo identical to another.
+
+Each shard's footer counts (``footer_counts``) what the funnel and the warnings read without a
+data scan: rows per split and generator, rows dropped and why, and how many of the generator's
+candidates are identical to another generator's, per edit kind.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -86,7 +96,7 @@ class Splits(Stage[SplitsConfig]):
     name = "splits"
     config_model = SplitsConfig
     reads_config = ("generators",)  # the edit generators (planning)
-    version = "2"
+    version = "3"
     inputs = _ReadsLastGate()
     input_columns = {
         "captions": ("image_id", "blob", "caption", "entities"),
@@ -98,6 +108,7 @@ class Splits(Stage[SplitsConfig]):
     def __init__(self, ctx: StageContext):
         super().__init__(ctx)
         self.last_gate: str = type(self).inputs[1]
+        self._dropped: dict[str, Counter[str]] = {}  # shard id -> rows left out, by reason
 
     @classmethod
     def columns_of(cls, upstream: str) -> tuple[str, ...]:
@@ -143,58 +154,108 @@ class Splits(Stage[SplitsConfig]):
         seen[upstream.partition["generator"]] = upstream
         if set(seen) < set(editors):
             return []  # the other generators' verdicts of this shard are not in yet
-        dups = self.duplicates([seen[g] for g in editors])
+        infos = [seen[g] for g in editors]
+        dups, twins = self.duplicates(infos)
+        same = self.identical(infos)
         return [
             self.spec(
                 f"fake-{g}-{upstream.shard_id}",
                 {},
                 [seen[g]],
-                {"label": "fake", "duplicates": dups.get(g, {})},
+                {
+                    "label": "fake",
+                    "generator": g,
+                    "duplicates": dups.get(g, {}),
+                    "holdout_twins": twins.get(g, []),
+                    "identical": same.get(g, {}),
+                },
             )
             for g in editors
         ]
 
-    def duplicates(self, infos: list[ShardInfo]) -> dict[str, dict[str, list[str]]]:
-        """generator -> {candidate_id: generators with identical bytes of the same photo},
-        for kept candidates only; the first generator by name that may use the photo's split
-        (held-out families only in test) keeps its row, the others' rows are dropped."""
-        cols = [
-            "candidate_id",
-            "image_id",
-            "generator",
-            "generator_family",
-            "blob",
-            "keep",
-            "status",
-        ]
+    def _gate_rows(self, infos: list[ShardInfo]) -> dict[tuple[str, str], list[dict]]:
+        """The ok candidates of the gate shards grouped by (photo, bytes)."""
+        cols = ["candidate_id", "image_id", "generator", "generator_family", "blob", "keep"]
         groups: dict[tuple[str, str], list[dict]] = {}
         for info in infos:
-            for r in self.ctx.store.read_shard(info, columns=cols).to_pylist():
-                if r["status"] == "ok" and r["keep"] and r["blob"]:
+            t = self.ctx.store.read_shard(info, columns=[*cols, "kind", "status"])
+            for r in t.to_pylist():
+                if r["status"] == "ok" and r["blob"]:
                     groups.setdefault((r["image_id"], r["blob"]), []).append(r)
+        return groups
+
+    def identical(self, infos: list[ShardInfo]) -> dict[str, dict[str, dict[str, int]]]:
+        """generator -> {other generator: {edit kind: candidates of it identical to the other's}},
+        over every judged candidate (kept or not): generators that make the same bytes are one
+        generator twice, and across families a held-out split of them tests nothing."""
+        out: dict[str, dict[str, Counter[str]]] = {}
+        for rows in self._gate_rows(infos).values():
+            for r in rows:
+                for other in {o["generator"] for o in rows} - {r["generator"]}:
+                    per = out.setdefault(r["generator"], {}).setdefault(other, Counter())
+                    per[r.get("kind") or "unknown"] += 1
+        return {g: {o: dict(sorted(k.items())) for o, k in d.items()} for g, d in out.items()}
+
+    def duplicates(
+        self, infos: list[ShardInfo]
+    ) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[str]]]:
+        """generator -> {candidate_id: generators with identical bytes of the same photo},
+        for kept candidates only; one row keeps them (it lists every generator), the others
+        are dropped (they list none). Bytes a held-out family made are its own: kept under its
+        first generator by name in test, dropped elsewhere; else the first generator by name
+        keeps them. Also generator -> its in-distribution candidates dropped as a held-out
+        family's image outside test."""
         out: dict[str, dict[str, list[str]]] = {}
+        twins: dict[str, list[str]] = {}
         c = self.cfg
-        for (image_id, _), rows in groups.items():
+        for (image_id, _), every in self._gate_rows(infos).items():
+            rows = [r for r in every if r["keep"]]
             if len({r["generator"] for r in rows}) < 2:
                 continue
             split = assign_split(self.ctx.seed, image_id, c.fractions)
             rows.sort(key=lambda r: r["generator"])
-            usable = [
-                r
-                for r in rows
-                if split == "test" or r["generator_family"] not in c.holdout_families
-            ]
-            keeper = usable[0] if usable else None
+            held = [r for r in rows if r["generator_family"] in c.holdout_families]
+            if held:  # the held-out family's image: OOD in test, nowhere else
+                keeper = held[0] if split == "test" else None
+            else:
+                keeper = rows[0]
             names = sorted({r["generator"] for r in rows})
             for r in rows:
-                # the keeper lists every generator; a dropped duplicate lists none
                 out.setdefault(r["generator"], {})[r["candidate_id"]] = names if r is keeper else []
-        return out
+                if held and not keeper and r["generator_family"] not in c.holdout_families:
+                    twins.setdefault(r["generator"], []).append(r["candidate_id"])
+        return out, twins
+
+    def footer_counts(self, table: pa.Table, shard: ShardSpec) -> dict[str, int]:
+        """The status counts plus what the funnel reads: ``n/<split>/<real|id|ood>/<generator>``
+        rows written, ``dropped/<reason>/<generator>`` rows left out,
+        ``identical/<generator>/<other>/<kind>`` candidates identical to another generator's,
+        and ``holdout/<family>`` (1) per held-out family."""
+        counts = self.counts(table)
+        for family in self.cfg.holdout_families:  # what "OOD" means in this build
+            counts[f"holdout/{family}"] = 1
+        if table.num_rows:
+            cols = table.select(["split", "label", "holdout", "generator", "status"]).to_pylist()
+            for r in cols:
+                if r["status"] != "ok":
+                    continue
+                part = "real" if r["label"] == "real" else ("ood" if r["holdout"] else "id")
+                key = f"n/{r['split']}/{part}/{r['generator']}"
+                counts[key] = counts.get(key, 0) + 1
+        for key, n in self._dropped.pop(shard.shard_id, {}).items():
+            counts[key] = n
+        for other, kinds in (shard.params.get("identical") or {}).items():
+            g = shard.params["generator"]
+            for kind, n in kinds.items():
+                counts[f"identical/{g}/{other}/{kind}"] = n
+        return counts
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         assert shard is not None
         c = self.cfg
         out = []
+        dropped: Counter[str] = Counter()
+        self._dropped[shard.shard_id] = dropped
         for r in batch.to_pylist():
             split = assign_split(self.ctx.seed, r["image_id"], c.fractions)
             common = {
@@ -228,11 +289,15 @@ class Splits(Stage[SplitsConfig]):
             if not r.get("keep", True):  # text-to-image rows have no Edit-Check verdict
                 continue
             generators = shard.params.get("duplicates", {}).get(r["candidate_id"], [r["generator"]])
-            if not generators:
-                continue  # identical bytes to another generator's candidate, kept there
             holdout = r["generator_family"] in c.holdout_families
             if holdout and split != "test":
+                dropped[f"dropped/holdout_outside_test/{r['generator']}"] += 1
                 continue  # a held-out generator may not leak into training data
+            if not generators:  # identical bytes to another generator's candidate
+                twin = r["candidate_id"] in shard.params.get("holdout_twins", [])
+                why = "identical_to_holdout" if twin else "identical"
+                dropped[f"dropped/{why}/{r['generator']}"] += 1
+                continue
             out.append(
                 {
                     "sample_id": r["candidate_id"],

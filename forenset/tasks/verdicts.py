@@ -43,7 +43,7 @@ class VerdictsConfig(Strict):
 class Verdicts(Stage[VerdictsConfig]):
     name = "verdicts"
     config_model = VerdictsConfig
-    version = "1"
+    version = "2"  # 2: footers count kept / discarded per edit kind and reason (the funnel)
     inputs = ("judgments",)
     input_columns = CARRY + ("judge", "final_score", "verdict", "failure_category", "rationale")
     output_schema = SCHEMA

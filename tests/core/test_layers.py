@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("forenset.store.run_store", "forenset.store"),
     ("forenset.stages",),
-    ("forenset.store.views", "forenset.stats"),  # SQL over the stage views
+    ("forenset.store.views", "forenset.stats", "forenset.funnel"),  # SQL, footers of the stages
     # the families' building blocks: the forensic detector, reply parsers, the scorer library
     (
         "forenset.backends",

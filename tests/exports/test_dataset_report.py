@@ -79,6 +79,7 @@ def test_report_sections_and_numbers(built, samples, tmp_path):
     heads = " ".join(p.h2)
     for h in (
         "Counts per stage",
+        "Funnel",
         "discard rates",
         "salience",
         "Perturbations",
@@ -91,7 +92,7 @@ def test_report_sections_and_numbers(built, samples, tmp_path):
     assert f"Edit-Check discard rate: {dropped / len(verdicts):.1%}" in text
     assert "XPlainVerse: 56.5%" in text
     fakes = sum(s["label"] == "fake" for s in samples)
-    # 4 plots (+ F1 ID vs OOD when the evaluation ran on sets large enough to be meaningful),
+    # 5 plots, the funnel's among them (+ F1 ID vs OOD when the evaluation ran on sets large enough to be meaningful),
     # then real | fake (| perturbed) per gallery sample
     assert text.count("<figcaption>real</figcaption>") == min(3, fakes)
     n_pert = text.count("<figcaption>perturbed: ")
@@ -102,7 +103,7 @@ def test_report_sections_and_numbers(built, samples, tmp_path):
 
         t5 = table5(connect(store, ["eval_scores"]))
         n_eval = int(any(v is not None for f1 in t5.f1.values() for v in f1))
-    assert len(p.srcs) == 4 + n_eval + 2 * min(3, fakes) + n_pert
+    assert len(p.srcs) == 5 + n_eval + 2 * min(3, fakes) + n_pert
     # the per-split table matches the splits stage
     ok = [r for r in rows(store, "splits") if r["status"] == "ok"]
     for split in {r["split"] for r in ok}:

@@ -5,6 +5,14 @@ a donor photo, local planar warp, liquify deformation, inpainting removal, recol
 local relighting. ``faults`` turns a generator into a *faulty* one that fails in known ways
 (edit missing, partial, off-target global change, strong artefacts) and says so in ``truth``,
 so Edit-Check can be measured against ground truth.
+
+``blend`` is the generator family's rendering pipeline and marks every kind it runs, so two
+families never make the same bytes (identical bytes across families would leave a held-out
+family nothing of its own to test): ``feather`` composites in RGB through a Gaussian-feathered
+mask with bilinear resampling; ``poisson`` blends pastes, removals and deformations in the
+gradient domain (``cv2.seamlessClone``, bicubic resampling) and recolours and relights in Lab
+(a Poisson blend would erase a uniform colour or light change: its boundary is the original).
+A ``strength`` above 1 hardens the mask's edge, so it marks every kind too.
 """
 
 from __future__ import annotations
@@ -172,15 +180,38 @@ class OfflineEditor:
             return self.relight(img, B, strength, float(p.get("gain", 0.45)))
         raise ValueError(f"unknown edit kind {kind!r}")
 
+    @property
+    def poisson(self) -> bool:
+        return self.cfg.blend == "poisson"
+
+    @property
+    def interp(self) -> int:
+        """The family's resampling: bilinear (feather) or bicubic (poisson)."""
+        return cv2.INTER_CUBIC if self.poisson else cv2.INTER_LINEAR
+
+    @staticmethod
+    def feather(base: float, strength: float) -> float:
+        """A mask's feather: narrower above strength 1 (a harder, more visible edit edge)."""
+        return base / max(1.0, strength)
+
     def recolor(self, img: np.ndarray, B, colour: str, strength: float) -> np.ndarray:
+        h, w = img.shape[:2]
+        m = ellipse_mask(h, w, B, self.feather(0.15, strength))[..., None] * min(1.0, strength)
+        if self.poisson:  # Lab: the target's chroma, the photo's own lightness (shading kept)
+            lab = cv2.cvtColor(np.clip(img, 0, 255).astype(np.float32) / 255, cv2.COLOR_RGB2Lab)
+            ref = np.array([[[HUES.get(colour, 0), 200, 200]]], dtype=np.uint8)
+            ref_rgb = cv2.cvtColor(ref, cv2.COLOR_HSV2RGB).astype(np.float32) / 255
+            target = cv2.cvtColor(ref_rgb, cv2.COLOR_RGB2Lab)[0, 0]
+            lab[..., 1], lab[..., 2] = target[1], target[2]
+            lab[..., 0] = np.clip(np.maximum(lab[..., 0], 35), 0, 100)
+            col = cv2.cvtColor(lab, cv2.COLOR_Lab2RGB) * 255
+            return img * (1 - m) + col * m
         u8 = np.clip(img, 0, 255).astype(np.uint8)
         hsv = cv2.cvtColor(u8, cv2.COLOR_RGB2HSV).astype(np.float32)
         hsv[..., 0] = HUES.get(colour, 0)
         hsv[..., 1] = np.clip(np.maximum(hsv[..., 1], 150), 0, 255)
         hsv[..., 2] = np.clip(np.maximum(hsv[..., 2], 90), 0, 255)
         col = cv2.cvtColor(hsv.astype(np.uint8), cv2.COLOR_HSV2RGB).astype(np.float32)
-        h, w = img.shape[:2]
-        m = ellipse_mask(h, w, B)[..., None] * min(1.0, strength)
         return img * (1 - m) + col * m
 
     def remove(self, img: np.ndarray, B, strength: float) -> np.ndarray:
@@ -199,15 +230,22 @@ class OfflineEditor:
         sm = cv2.resize(m, (small.shape[1], small.shape[0]), interpolation=cv2.INTER_NEAREST)
         filled = cv2.inpaint(small, sm, 5, flag)
         filled = cv2.resize(filled, (w, h), interpolation=cv2.INTER_CUBIC).astype(np.float32)
-        a = ellipse_mask(h, w, B, feather=0.08)[..., None] * min(1.0, strength)
+        if self.poisson:
+            return self.clone(img, filled, B)
+        a = ellipse_mask(h, w, B, self.feather(0.08, strength))[..., None] * min(1.0, strength)
         return img * (1 - a) + filled * a
+
+    def clone(self, img: np.ndarray, edited: np.ndarray, B) -> np.ndarray:
+        """The box of a whole-image edit, blended into the photo in the gradient domain."""
+        x0, y0, x1, y1 = B
+        return self.paste(img, edited[y0:y1, x0:x1], B, 1.0)
 
     def paste(self, img: np.ndarray, patch: np.ndarray, B, strength: float) -> np.ndarray:
         x0, y0, x1, y1 = B
         patch = cv2.resize(
-            np.ascontiguousarray(patch), (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR
+            np.ascontiguousarray(patch), (x1 - x0, y1 - y0), interpolation=self.interp
         )
-        if self.cfg.blend == "poisson" and min(x1 - x0, y1 - y0) > 8:
+        if self.poisson and min(x1 - x0, y1 - y0) > 8:
             h, w = img.shape[:2]
             mask = np.zeros(patch.shape[:2], np.uint8)
             axes = (max(1, int((x1 - x0) * 0.45)), max(1, int((y1 - y0) * 0.45)))
@@ -219,9 +257,9 @@ class OfflineEditor:
             )
             return out.astype(np.float32)
         out = img.copy()
-        m = ellipse_mask(y1 - y0, x1 - x0, (0, 0, x1 - x0, y1 - y0), feather=0.1)[..., None] * min(
-            1.0, strength
-        )
+        box = (0, 0, x1 - x0, y1 - y0)
+        m = ellipse_mask(y1 - y0, x1 - x0, box, self.feather(0.1, strength))[..., None]
+        m = m * min(1.0, strength)
         out[y0:y1, x0:x1] = img[y0:y1, x0:x1] * (1 - m) + patch * m
         return out
 
@@ -234,9 +272,11 @@ class OfflineEditor:
         M = cv2.getPerspectiveTransform(src, dst)
         h, w = img.shape[:2]
         warped = cv2.warpPerspective(
-            img, M, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+            img, M, (w, h), flags=self.interp, borderMode=cv2.BORDER_REFLECT
         )
-        m = ellipse_mask(h, w, B, feather=0.12)[..., None]
+        if self.poisson:
+            return self.clone(img, warped, B)
+        m = ellipse_mask(h, w, B, self.feather(0.12, strength))[..., None]
         return img * (1 - m) + warped * m
 
     def liquify(self, img: np.ndarray, B, strength: float, mode: str) -> np.ndarray:
@@ -251,12 +291,18 @@ class OfflineEditor:
         k = k if mode == "bulge" else -k
         mapx = cx + (xx - cx) * (1 - k)
         mapy = cy + (yy - cy) * (1 - k)
-        return cv2.remap(img, mapx, mapy, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+        out = cv2.remap(img, mapx, mapy, self.interp, borderMode=cv2.BORDER_REFLECT)
+        return self.clone(img, out, B) if self.poisson else out
 
     def relight(self, img: np.ndarray, B, strength: float, gain: float) -> np.ndarray:
         h, w = img.shape[:2]
-        m = ellipse_mask(h, w, B, feather=0.35)[..., None]
+        m = ellipse_mask(h, w, B, self.feather(0.35, strength))[..., None]
         factor = 1 + gain * min(1.5, strength) * m
+        if self.poisson:  # lightness only (Lab L), the colours' chroma kept
+            lab = cv2.cvtColor(np.clip(img, 0, 255).astype(np.float32) / 255, cv2.COLOR_RGB2Lab)
+            lift = 10 * gain * m[..., 0] if gain > 0 else 0
+            lab[..., 0] = np.clip(lab[..., 0] * factor[..., 0] + lift, 0, 100)
+            return cv2.cvtColor(lab, cv2.COLOR_Lab2RGB) * 255
         return img * factor + (25 * gain * m if gain > 0 else 0)
 
     # -- injected faults -----------------------------------------------------------

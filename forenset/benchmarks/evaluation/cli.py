@@ -52,6 +52,7 @@ def eval_(
         console.print("models: " + "; ".join(t5.models), markup=False)
     for line in t5.notes():
         console.print(line, markup=False)
+    _holdout_note(store)
     ag = gold_agreement(store)
     if ag is not None:
         console.print(agreement_line(ag), markup=False)
@@ -63,6 +64,15 @@ def eval_(
             "Robustness: accuracy and F1 (%) per variant and perturbation, [95 % interval]",
             left=5,
         )
+
+
+def _holdout_note(store) -> None:
+    """One sentence when the held-out families left fewer than ``intervals.min_n`` OOD items
+    in test (from the splits footers, forenset.funnel): why the OOD set is small or empty."""
+    from forenset.funnel import holdout_warnings
+
+    for line in holdout_warnings(store):
+        console.print(line, markup=False)
 
 
 def _print(headers: list[str], rows: list[list[str]], title: str, left: int) -> None:
