@@ -333,6 +333,7 @@ def explanation_lines(samples: list[dict[str, Any]]) -> list[str]:
         )
     return out
 
+
 def funnel_card(store: Any) -> str:
     """The card's funnel section: the numbers `forenset status --funnel` prints (from the
     build's footers, forenset.funnel), and its warnings."""
