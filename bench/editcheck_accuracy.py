@@ -12,6 +12,20 @@ report on another.
 
     python bench/editcheck_accuracy.py --mode independent --seed 2 [--n 275] [--size 192]
 
+``--mode leave-one-editor-out``: the three editors of bench/editors/ (clone, diffusion,
+texture: no code shared with forenset's generators, bench/independent_edits.py or each
+other). Each candidate is measured once (``edit_strength.measure``); per change class a small
+grid (``need`` x ``full``) and the artefact limits are chosen on two editors (fewest errors:
+good edits discarded + faults kept), and the figures are reported on the third, every editor
+in turn: per held-out editor and per edit kind, good edits falsely discarded, DISCARD
+precision / recall (BORDERLINE kept), category accuracy, with n. Then the shipped defaults
+(chosen with ``--mode tune`` on bench/independent_edits.py's sets only) on all three.
+
+    python bench/editcheck_accuracy.py --mode leave-one-editor-out [--seed 1] [--size 192]
+
+``--mode tune``: the same grid on bench/independent_edits.py's sets ``--tune-seeds``: the
+thresholds the judge ships (none of the three editors' data is used).
+
 ``--mode faulty``: builds the sample photos through the offline pipeline with a faulty generator (known failures
 injected at configured rates) beside a healthy one, then compares the verdicts with the truth:
 a candidate should be discarded exactly when a fault was injected. Prints DISCARD precision
@@ -202,7 +216,12 @@ def faulty(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=("independent", "faulty"), default="independent")
+    ap.add_argument(
+        "--mode",
+        choices=("independent", "faulty", "leave-one-editor-out", "tune"),
+        default="independent",
+    )
+    ap.add_argument("--tune-seeds", default="1,3,4,5", help="tune: independent_edits sets")
     ap.add_argument("--seed", type=int, default=2, help="independent: the set's seed")
     ap.add_argument("--n", type=int, default=275, help="independent: candidates in the set")
     ap.add_argument("--size", type=int, default=192, help="independent: image long side")
@@ -212,6 +231,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.mode == "faulty":
         faulty(args)
+    elif args.mode in ("leave-one-editor-out", "tune"):
+        from editcheck_loeo import leave_one_editor_out, tune
+
+        (tune if args.mode == "tune" else leave_one_editor_out)(args)
     else:
         independent(args)
 
