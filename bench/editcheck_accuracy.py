@@ -222,6 +222,9 @@ def main() -> None:
         default="independent",
     )
     ap.add_argument("--tune-seeds", default="1,3,4,5", help="tune: independent_edits sets")
+    ap.add_argument(
+        "--tune-editors", default="", help="tune: also these bench/editors sets (--seed)"
+    )
     ap.add_argument("--seed", type=int, default=2, help="independent: the set's seed")
     ap.add_argument("--n", type=int, default=275, help="independent: candidates in the set")
     ap.add_argument("--size", type=int, default=192, help="independent: image long side")

@@ -166,7 +166,9 @@ def show(title: str, r: dict[str, Any]) -> None:
         and all(v["false_discard"] <= 0.03 for k, v in r.items() if not k.startswith("_"))
     )
     print(f"{title}  [{'goals met' if ok else 'GOALS MISSED'}]")
-    print(f"  {'kind':<9} {'n':>4} {'good':>5} {'false-discard':>14} {'P':>6} {'R':>6} {'cat acc':>8}")
+    print(
+        f"  {'kind':<9} {'n':>4} {'good':>5} {'false-discard':>14} {'P':>6} {'R':>6} {'cat acc':>8}"
+    )
     for k, v in r.items():
         if k.startswith("_"):
             continue
@@ -206,6 +208,10 @@ def leave_one_editor_out(args: Any) -> None:
 def tune(args: Any) -> None:
     seeds = [int(s) for s in args.tune_seeds.split(",")]
     rows = [r for s in seeds for r in measured(editor_set("independent", s, args.size))]
+    eds = [e for e in args.tune_editors.split(",") if e]
+    rows += [r for e in eds for r in measured(editor_set(e, args.seed, args.size))]
     choice = choose(rows)
-    print(f"chosen on independent_edits sets {seeds} (n={len(rows)}): {fmt(choice)}")
+    print(
+        f"chosen on independent_edits sets {seeds} + editors {eds} (n={len(rows)}): {fmt(choice)}"
+    )
     show("tuning sets with the choice", report(rows, config_of(choice)))

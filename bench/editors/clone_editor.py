@@ -73,7 +73,11 @@ def photos(size: int) -> list[np.ndarray]:
     for name in ("astronaut", "coffee", "immunohistochemistry", "retina", "hubble_deep_field"):
         im = getattr(sd, name)()[..., :3]
         s = size / max(im.shape[:2])
-        out.append(cv2.resize(im, (round(im.shape[1] * s), round(im.shape[0] * s)), interpolation=cv2.INTER_AREA))
+        out.append(
+            cv2.resize(
+                im, (round(im.shape[1] * s), round(im.shape[0] * s)), interpolation=cv2.INTER_AREA
+            )
+        )
     return out
 
 
@@ -83,10 +87,18 @@ def checker_render(rng: np.random.Generator, size: int) -> np.ndarray:
     base = rng.uniform(30, 200, 3) + rng.normal(0, 6, (size, size, 1))
     img = np.broadcast_to(base, (size, size, 3)).astype(np.float32).copy()
     for _ in range(3):
-        cx, cy, r = rng.uniform(0.2, 0.8) * size, rng.uniform(0.2, 0.8) * size, rng.uniform(0.12, 0.3) * size
+        cx, cy, r = (
+            rng.uniform(0.2, 0.8) * size,
+            rng.uniform(0.2, 0.8) * size,
+            rng.uniform(0.12, 0.3) * size,
+        )
         d = np.hypot(xx - cx, yy - cy)
         period = rng.uniform(4, 12)
-        pat = ((xx // period + yy // period) % 2) if rng.random() < 0.5 else (np.sin(d / period * 2) > 0)
+        pat = (
+            ((xx // period + yy // period) % 2)
+            if rng.random() < 0.5
+            else (np.sin(d / period * 2) > 0)
+        )
         col_a, col_b = rng.uniform(0, 255, 3), rng.uniform(0, 255, 3)
         tile = np.where(pat[..., None] > 0, col_a, col_b)
         inside = (d < r)[..., None]
@@ -100,7 +112,9 @@ def pick_box(rng: np.random.Generator) -> list[float]:
     return [round(x, 4), round(y, 4), round(x + w, 4), round(y + h, 4)]
 
 
-def polygon_mask(shape: tuple[int, ...], box: list[float], share: float, rng: np.random.Generator) -> np.ndarray:
+def polygon_mask(
+    shape: tuple[int, ...], box: list[float], share: float, rng: np.random.Generator
+) -> np.ndarray:
     """A feathered convex polygon over about ``share`` of the box (float 0..1)."""
     h, w = shape[:2]
     x0, y0, x1, y1 = box[0] * w, box[1] * h, box[2] * w, box[3] * h
@@ -112,7 +126,9 @@ def polygon_mask(shape: tuple[int, ...], box: list[float], share: float, rng: np
     # editors' "good" (~0.7) and "partial: small" (<= 0.4) — no truth to measure)
     ang = np.sort(rng.uniform(0, 2 * np.pi, 12))
     rad = rng.uniform(1.0, 1.3, 12)
-    pts = np.stack([ox + bw / 2 * (1 + rad * np.cos(ang)), oy + bh / 2 * (1 + rad * np.sin(ang))], 1)
+    pts = np.stack(
+        [ox + bw / 2 * (1 + rad * np.cos(ang)), oy + bh / 2 * (1 + rad * np.sin(ang))], 1
+    )
     pts = np.clip(pts, [ox, oy], [ox + bw, oy + bh])
     hull = cv2.convexHull(pts.astype(np.float32)).astype(np.int32)
     m = np.zeros((h, w), np.float32)
@@ -120,7 +136,9 @@ def polygon_mask(shape: tuple[int, ...], box: list[float], share: float, rng: np
     return cv2.blur(m, (5, 5))
 
 
-def full_edit(img: np.ndarray, op: str, mask: np.ndarray, donors: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+def full_edit(
+    img: np.ndarray, op: str, mask: np.ndarray, donors: list[np.ndarray], rng: np.random.Generator
+) -> np.ndarray:
     """The operation at full strength over the whole frame (or the mask, for clone/inpaint)."""
     f = img.astype(np.float32)
     if op == "recolour":
@@ -132,7 +150,9 @@ def full_edit(img: np.ndarray, op: str, mask: np.ndarray, donors: list[np.ndarra
         tgt_mu = np.array([mu[0], 128 + chroma * np.cos(ang), 128 + chroma * np.sin(ang)])
         tgt_sd = np.array([sd[0], 6.0, 6.0])
         out = (lab - mu) / sd * tgt_sd + tgt_mu
-        return cv2.cvtColor(np.clip(out, 0, 255).astype(np.uint8), cv2.COLOR_LAB2RGB).astype(np.float32)
+        return cv2.cvtColor(np.clip(out, 0, 255).astype(np.uint8), cv2.COLOR_LAB2RGB).astype(
+            np.float32
+        )
     if op == "paste":
         donor = donors[int(rng.integers(len(donors)))]
         h, w = img.shape[:2]
@@ -149,7 +169,9 @@ def full_edit(img: np.ndarray, op: str, mask: np.ndarray, donors: list[np.ndarra
         m8[:, [0, -1]] = 0
         centre = ((x0 + x1) // 2, (y0 + y1) // 2)
         try:
-            cloned = cv2.seamlessClone(src[..., ::-1].copy(), img[..., ::-1].copy(), m8, centre, cv2.NORMAL_CLONE)
+            cloned = cv2.seamlessClone(
+                src[..., ::-1].copy(), img[..., ::-1].copy(), m8, centre, cv2.NORMAL_CLONE
+            )
         except cv2.error:
             return f
         return cloned[..., ::-1].astype(np.float32)
@@ -171,7 +193,9 @@ def encode(img: np.ndarray, fmt: str, quality: int) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB")).copy()
 
 
-def degrade(img: np.ndarray, box: list[float], band: str, rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:
+def degrade(
+    img: np.ndarray, box: list[float], band: str, rng: np.random.Generator
+) -> tuple[np.ndarray, dict[str, Any]]:
     how = str(rng.choice(["jpeg", "noise", "cast"]))
     hard = band == "blatant"
     if how == "jpeg":
@@ -180,11 +204,23 @@ def degrade(img: np.ndarray, box: list[float], band: str, rng: np.random.Generat
     if how == "noise":
         sd = float(rng.uniform(10, 16) if hard else rng.uniform(6, 10))
         luma = rng.normal(0, sd, img.shape[:2])[..., None]
-        return np.clip(img + luma, 0, 255).astype(np.uint8), {"artefact": how, "sigma": round(sd, 1)}
-    gain = 1 + (rng.uniform(0.18, 0.3) if hard else rng.uniform(0.1, 0.18)) * np.array([1.0, -0.4, -0.8])[rng.permutation(3)]
+        return np.clip(img + luma, 0, 255).astype(np.uint8), {
+            "artefact": how,
+            "sigma": round(sd, 1),
+        }
+    gain = (
+        1
+        + (rng.uniform(0.18, 0.3) if hard else rng.uniform(0.1, 0.18))
+        * np.array([1.0, -0.4, -0.8])[rng.permutation(3)]
+    )
     out = np.clip(img.astype(np.float32) * gain, 0, 255)
     h, w = img.shape[:2]
-    x0, y0, x1, y1 = int(box[0] * w), int(box[1] * h), int(np.ceil(box[2] * w)), int(np.ceil(box[3] * h))
+    x0, y0, x1, y1 = (
+        int(box[0] * w),
+        int(box[1] * h),
+        int(np.ceil(box[2] * w)),
+        int(np.ceil(box[3] * h)),
+    )
     out[y0:y1, x0:x1] = img[y0:y1, x0:x1]
     return out.astype(np.uint8), {"artefact": how, "gain": [round(float(g), 3) for g in gain]}
 
@@ -202,7 +238,12 @@ def elsewhere(box: list[float], rng: np.random.Generator) -> list[float] | None:
     bw, bh = box[2] - box[0], box[3] - box[1]
     for _ in range(80):
         x, y = rng.uniform(0, 1 - bw), rng.uniform(0, 1 - bh)
-        if x > box[2] + 0.06 or x + bw < box[0] - 0.06 or y > box[3] + 0.06 or y + bh < box[1] - 0.06:
+        if (
+            x > box[2] + 0.06
+            or x + bw < box[0] - 0.06
+            or y > box[3] + 0.06
+            or y + bh < box[1] - 0.06
+        ):
             return [x, y, x + bw, y + bh]
     return None
 

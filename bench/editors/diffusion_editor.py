@@ -65,7 +65,9 @@ class Sample:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-def scenes(size: int, rng: np.random.Generator) -> list[tuple[np.ndarray, list[tuple[str, list[float]]]]]:
+def scenes(
+    size: int, rng: np.random.Generator
+) -> list[tuple[np.ndarray, list[tuple[str, list[float]]]]]:
     from forenset.images import decode_rgb
     from forenset.tasks.sources import load_sample_bytes, sample_manifest
 
@@ -76,7 +78,11 @@ def scenes(size: int, rng: np.random.Generator) -> list[tuple[np.ndarray, list[t
         except Exception:  # noqa: BLE001 - a photo the installed packages do not ship
             continue
         f = size / max(img.shape[:2])
-        img = cv2.resize(img, (max(8, int(img.shape[1] * f)), max(8, int(img.shape[0] * f))), interpolation=cv2.INTER_LINEAR)
+        img = cv2.resize(
+            img,
+            (max(8, int(img.shape[1] * f)), max(8, int(img.shape[0] * f))),
+            interpolation=cv2.INTER_LINEAR,
+        )
         if img.ndim == 2:
             img = np.stack([img] * 3, -1)
         ents = [(e["name"], [float(v) for v in e["bbox"]]) for e in m.get("entities", [])]
@@ -105,7 +111,9 @@ def tiles(rng: np.random.Generator, size: int) -> tuple[np.ndarray, list[tuple[s
     return np.clip(img, 0, 255).astype(np.uint8), ents
 
 
-def superellipse(shape: tuple[int, ...], box: list[float], frac: float, rng: np.random.Generator) -> np.ndarray:
+def superellipse(
+    shape: tuple[int, ...], box: list[float], frac: float, rng: np.random.Generator
+) -> np.ndarray:
     h, w = shape[:2]
     x0, y0, x1, y1 = box[0] * w, box[1] * h, box[2] * w, box[3] * h
     s = float(np.sqrt(frac))
@@ -123,7 +131,10 @@ def denoise_fill(img: np.ndarray, mask: np.ndarray, rng: np.random.Generator) ->
     """Noise in the hole, then annealed smoothing steps that keep the known pixels."""
     f = img.astype(np.float32)
     hole = (mask > 0.05)[..., None]
-    ring = cv2.dilate(hole[..., 0].astype(np.uint8), np.ones((9, 9), np.uint8)).astype(bool) & ~hole[..., 0]
+    ring = (
+        cv2.dilate(hole[..., 0].astype(np.uint8), np.ones((9, 9), np.uint8)).astype(bool)
+        & ~hole[..., 0]
+    )
     mu = f[ring].mean(0) if ring.any() else f.reshape(-1, 3).mean(0)
     x = np.where(hole, mu + rng.normal(0, 40, f.shape), f).astype(np.float32)
     steps = 24
@@ -143,7 +154,9 @@ def heat(img: np.ndarray, steps: int) -> np.ndarray:
     return x
 
 
-def operate(img: np.ndarray, op: str, box: list[float], mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def operate(
+    img: np.ndarray, op: str, box: list[float], mask: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     f = img.astype(np.float32)
     if op == "inpaint":
         return denoise_fill(img, mask, rng)
@@ -183,7 +196,9 @@ def reencode(img: np.ndarray, ext: str, q: int) -> np.ndarray:
     return cv2.cvtColor(cv2.imdecode(buf, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
 
 
-def spoil(img: np.ndarray, box: list[float], band: str, rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:
+def spoil(
+    img: np.ndarray, box: list[float], band: str, rng: np.random.Generator
+) -> tuple[np.ndarray, dict[str, Any]]:
     kind = str(rng.choice(["jpeg", "grain", "cast"]))
     big = band == "blatant"
     if kind == "jpeg":
@@ -200,7 +215,9 @@ def spoil(img: np.ndarray, box: list[float], band: str, rng: np.random.Generator
     ang = rng.uniform(0, 2 * np.pi)
     h, w = img.shape[:2]
     keep = np.zeros((h, w), bool)
-    keep[int(box[1] * h) : int(np.ceil(box[3] * h)), int(box[0] * w) : int(np.ceil(box[2] * w))] = True
+    keep[int(box[1] * h) : int(np.ceil(box[3] * h)), int(box[0] * w) : int(np.ceil(box[2] * w))] = (
+        True
+    )
     lab[~keep, 1] += mag * np.cos(ang)
     lab[~keep, 2] += mag * np.sin(ang)
     out = np.clip(cv2.cvtColor(lab, cv2.COLOR_Lab2RGB) * 255, 0, 255).round().astype(np.uint8)

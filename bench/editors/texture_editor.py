@@ -73,17 +73,34 @@ def library(size: int, rng: np.random.Generator) -> list[np.ndarray]:
     for name in ("brick", "grass", "gravel"):
         g = getattr(sd, name)().astype(np.float32) / 255
         tint = rng.uniform(0.3, 1.0, 3)
-        raw.append((np.stack([g] * 3, -1) * tint * 255 + rng.uniform(0, 60, 3)).clip(0, 255).astype(np.uint8))
+        raw.append(
+            (np.stack([g] * 3, -1) * tint * 255 + rng.uniform(0, 60, 3))
+            .clip(0, 255)
+            .astype(np.uint8)
+        )
     out = []
     for im in raw:
         k = size / max(im.shape[:2])
-        out.append(cv2.resize(im[..., :3], (int(im.shape[1] * k), int(im.shape[0] * k)), interpolation=cv2.INTER_AREA))
+        out.append(
+            cv2.resize(
+                im[..., :3],
+                (int(im.shape[1] * k), int(im.shape[0] * k)),
+                interpolation=cv2.INTER_AREA,
+            )
+        )
     return out
 
 
-def blob(shape: tuple[int, ...], box: list[float], part: float, rng: np.random.Generator) -> np.ndarray:
+def blob(
+    shape: tuple[int, ...], box: list[float], part: float, rng: np.random.Generator
+) -> np.ndarray:
     h, w = shape[:2]
-    x0, y0, x1, y1 = int(box[0] * w), int(box[1] * h), int(np.ceil(box[2] * w)), int(np.ceil(box[3] * h))
+    x0, y0, x1, y1 = (
+        int(box[0] * w),
+        int(box[1] * h),
+        int(np.ceil(box[2] * w)),
+        int(np.ceil(box[3] * h)),
+    )
     bw, bh = max(4, x1 - x0), max(4, y1 - y0)
     s = float(np.sqrt(part))
     ew, eh = max(3, int(bw * s)), max(3, int(bh * s))
@@ -91,7 +108,9 @@ def blob(shape: tuple[int, ...], box: list[float], part: float, rng: np.random.G
     oy = y0 + int(rng.integers(0, max(1, bh - eh + 1)))
     yy, xx = np.mgrid[0:eh, 0:ew].astype(np.float32)
     ell = ((xx - ew / 2) / (ew / 2)) ** 2 + ((yy - eh / 2) / (eh / 2)) ** 2
-    field_ = cv2.GaussianBlur(rng.normal(0, 1, (eh, ew)).astype(np.float32), (0, 0), max(1.0, min(ew, eh) / 6))
+    field_ = cv2.GaussianBlur(
+        rng.normal(0, 1, (eh, ew)).astype(np.float32), (0, 0), max(1.0, min(ew, eh) / 6)
+    )
     field_ /= field_.std() + 1e-6
     local = (ell + 0.12 * field_ < 0.95).astype(np.float32)
     m = np.zeros((h, w), np.float32)
@@ -129,7 +148,9 @@ def synthesise(img: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> n
     return f
 
 
-def perspective_paste(img: np.ndarray, box: list[float], donor: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def perspective_paste(
+    img: np.ndarray, box: list[float], donor: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     h, w = img.shape[:2]
     dh, dw = donor.shape[:2]
     q = np.float32([[0, 0], [dw, 0], [dw, dh], [0, dh]])
@@ -138,10 +159,19 @@ def perspective_paste(img: np.ndarray, box: list[float], donor: np.ndarray, rng:
     x0, y0, x1, y1 = box[0] * w, box[1] * h, box[2] * w, box[3] * h
     dst = np.float32([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
     H = cv2.getPerspectiveTransform(q, dst)
-    return cv2.warpPerspective(donor, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT).astype(np.float32)
+    return cv2.warpPerspective(
+        donor, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+    ).astype(np.float32)
 
 
-def transform(img: np.ndarray, op: str, box: list[float], mask: np.ndarray, donors: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+def transform(
+    img: np.ndarray,
+    op: str,
+    box: list[float],
+    mask: np.ndarray,
+    donors: list[np.ndarray],
+    rng: np.random.Generator,
+) -> np.ndarray:
     f = img.astype(np.float32) / 255
     if op == "inpaint":
         return synthesise(img, mask, rng)
@@ -150,7 +180,11 @@ def transform(img: np.ndarray, op: str, box: list[float], mask: np.ndarray, dono
     if op == "recolour":
         out = f[..., [1, 2, 0]] if rng.random() < 0.5 else f[..., [2, 0, 1]]
         grey = out.mean(-1, keepdims=True)
-        out = grey + (out - grey) * 1.6 + (rng.uniform(-0.15, 0.15, 3) if (out.std(-1).mean() < 0.05) else 0)
+        out = (
+            grey
+            + (out - grey) * 1.6
+            + (rng.uniform(-0.15, 0.15, 3) if (out.std(-1).mean() < 0.05) else 0)
+        )
         return np.clip(out, 0, 1) * 255
     if op == "brighten":
         for _ in range(2):
@@ -169,11 +203,22 @@ def transform(img: np.ndarray, op: str, box: list[float], mask: np.ndarray, dono
 
 
 def jpeg420(img: np.ndarray, q: int) -> np.ndarray:
-    ok, buf = cv2.imencode(".jpg", img[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, q, cv2.IMWRITE_JPEG_SAMPLING_FACTOR, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420])
+    ok, buf = cv2.imencode(
+        ".jpg",
+        img[..., ::-1],
+        [
+            cv2.IMWRITE_JPEG_QUALITY,
+            q,
+            cv2.IMWRITE_JPEG_SAMPLING_FACTOR,
+            cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420,
+        ],
+    )
     return cv2.imdecode(buf, cv2.IMREAD_COLOR)[..., ::-1].copy()
 
 
-def damage(img: np.ndarray, box: list[float], band: str, rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:
+def damage(
+    img: np.ndarray, box: list[float], band: str, rng: np.random.Generator
+) -> tuple[np.ndarray, dict[str, Any]]:
     how = str(rng.choice(["jpeg", "shot", "offset"]))
     strong = band == "blatant"
     if how == "jpeg":
@@ -187,7 +232,9 @@ def damage(img: np.ndarray, box: list[float], band: str, rng: np.random.Generato
     vec = np.array([off, -off / 2, -off / 2])[rng.permutation(3)]
     out = img.astype(np.float32) + vec
     h, w = img.shape[:2]
-    out[int(box[1] * h) : int(np.ceil(box[3] * h)), int(box[0] * w) : int(np.ceil(box[2] * w))] = img[int(box[1] * h) : int(np.ceil(box[3] * h)), int(box[0] * w) : int(np.ceil(box[2] * w))]
+    out[int(box[1] * h) : int(np.ceil(box[3] * h)), int(box[0] * w) : int(np.ceil(box[2] * w))] = (
+        img[int(box[1] * h) : int(np.ceil(box[3] * h)), int(box[0] * w) : int(np.ceil(box[2] * w))]
+    )
     return np.clip(out, 0, 255).astype(np.uint8), {"artefact": how, "offset": round(float(off), 1)}
 
 
