@@ -14,9 +14,9 @@ report on another.
 
 ``--mode leave-one-editor-out``: the three editors of bench/editors/ (clone, diffusion,
 texture: no code shared with forenset's generators, bench/independent_edits.py or each
-other). Each candidate is measured once (``edit_strength.measure``); per change class a small
-grid (``need`` x ``full``) and the artefact limits are chosen on two editors (fewest errors:
-good edits discarded + faults kept), and the figures are reported on the third, every editor
+other). Each candidate is measured once (``edit_strength.measure``); a small grid of the rule
+judge's thresholds (bench/editcheck_loeo.py) is chosen on two editors (fewest errors: good
+edits discarded, faults kept, wrong categories), and the figures are reported on the third, every editor
 in turn: per held-out editor and per edit kind, good edits falsely discarded, DISCARD
 precision / recall (BORDERLINE kept), category accuracy, with n. Then the shipped defaults
 (chosen with ``--mode tune`` on bench/independent_edits.py's sets only) on all three.
@@ -186,11 +186,11 @@ def faulty(args: argparse.Namespace) -> None:
             store, _, _ = run_local(cfg)
             con = connect(store, ["verdicts"])
             rows += con.execute(
-                "SELECT generator, truth, keep, verdict, failure_category, kind FROM verdicts "
-                "WHERE status = 'ok'"
+                "SELECT generator, truth, keep, verdict, failure_category, kind, rationale "
+                "FROM verdicts WHERE status = 'ok'"
             ).fetchall()
     faulty = [
-        (json.loads(t)["fault"], k, v, c, kind) for g, t, k, v, c, kind in rows if g == "faulty"
+        (json.loads(t)["fault"], k, v, c, kind) for g, t, k, v, c, kind, _ in rows if g == "faulty"
     ]
     tp = sum(1 for f, k, *_ in faulty if f != "none" and not k)
     fp = sum(1 for f, k, *_ in faulty if f == "none" and not k)
@@ -207,11 +207,17 @@ def faulty(args: argparse.Namespace) -> None:
         print(f"  fault={f:<10} n={per[f]:<4} discarded={caught[f] / per[f]:.2f}")
     cats = Counter((f, c) for f, k, v, c, _ in faulty if not k)
     print("  (fault, failure_category) of discards:", dict(sorted(cats.items())))
-    healthy = [(k, c, kind) for g, t, k, v, c, kind in rows if g == "healthy"]
-    hd = [(c, kind) for k, c, kind in healthy if not k]
+    healthy = [(k, v, c, kind, why) for g, t, k, v, c, kind, why in rows if g == "healthy"]
+    hd = [(c, kind) for k, _, c, kind, _ in healthy if not k]
+    hv = sum(1 for _, v, *_ in healthy if v == "DISCARD")
     print(
-        f"healthy generator discard rate {len(hd) / max(1, len(healthy)):.3f}: {dict(Counter(hd))}"
+        f"healthy generator not kept {len(hd) / max(1, len(healthy)):.3f} ({len(hd)} of "
+        f"{len(healthy)}; DISCARD verdicts {hv / max(1, len(healthy)):.3f}, the rest "
+        f"BORDERLINE, dropped by verdicts.borderline_policy): {dict(Counter(hd))}"
     )
+    for k, v, c, kind, why in healthy:
+        if not k:
+            print(f"  {kind:<12} {v:<10} {why}")
 
 
 def main() -> None:

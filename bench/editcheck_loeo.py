@@ -3,13 +3,14 @@ leave-one-editor-out`` / ``--mode tune``): thresholds chosen on some editors, fi
 
 Every candidate is measured once (``edit_strength.measure``: the measurements do not depend on
 the thresholds searched); the grid re-runs only the rule judge over the stored measurements.
-Per change class (colour, luminance, texture, blur) the grid is ``need`` (per-pixel coverage
-of the target) x ``full`` (the kind's aggregate change over the target, or none) x
-``extent`` / ``share`` (the touched part of the target and the share of it fully changed), and the
-artefact limits (noise residual, colour cast) are searched once for all; each choice
-minimises the errors on the tuning editors (good edits discarded + faults of that class
-kept; ties: the middle of the tied range). The report then runs the full judgments -> verdicts
-path (``offline_check``) with the chosen configuration on the held-out editor.
+First the artefact limits (noise residual, colour cast) and ``missing_below`` are chosen over
+all rows; then per change class (colour, luminance, texture, blur) ``need`` (per-pixel coverage
+of the target) x ``full`` (the kind's aggregate change over the target, or none) x ``extent``
+/ ``share`` (the touched part of the target, and the share of it fully changed) on that
+class's rows. Each choice has the fewest errors on the tuning editors (good edits discarded,
+faults kept, discarded faults given the wrong category); ties: the stricter limits, and the
+middle of the tied range per class. The report then runs the full judgments -> verdicts path
+(``offline_check``) with the chosen configuration on the held-out editor.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ EXTENTS = (None, 0.3, 0.35, 0.4, 0.45)
 SHARES = (0.6, 0.7, 0.8)
 NOISE = (1.0, 1.2, 1.4, 1.6, 1.8)
 CAST = (2.0, 2.5, 3.0, 4.0)
+MISSING = (0.04, 0.08, 0.12, 0.16)
 EXPECTED = {
     "good": "none",
     "missing": "edit_missing",
@@ -81,38 +83,40 @@ def rules_with(base: StrengthRules, choice: dict[str, Any]) -> StrengthRules:
             )
     arts = dict(base.artefacts)
     arts.update(choice.get("artefacts", {}))
-    return base.model_copy(update={"changes": changes, "artefacts": arts})
+    low = choice.get("missing_below", base.missing_below)
+    return base.model_copy(update={"changes": changes, "artefacts": arts, "missing_below": low})
 
 
-def errors(rows: list[dict[str, Any]], rules: StrengthRules) -> tuple[int, int]:
-    """(good edits discarded, faults kept) under ``rules`` (BORDERLINE kept)."""
-    fd = fk = 0
+def errors(rows: list[dict[str, Any]], rules: StrengthRules) -> int:
+    """Errors under ``rules`` (BORDERLINE kept): good edits discarded, faults kept, and
+    discarded faults named with the wrong failure category."""
+    n = 0
     for r in rows:
-        v = judge_measured(r["ins"], r["m"], rules, offtarget_dominance=1.0)["verdict"]
+        v = judge_measured(r["ins"], r["m"], rules, offtarget_dominance=1.0)
         if r["fault"] == "good":
-            fd += v == "DISCARD"
+            n += v["verdict"] == "DISCARD"
         else:
-            fk += v != "DISCARD"
-    return fd, fk
+            n += v["verdict"] != "DISCARD" or v["failure_category"] != EXPECTED[r["fault"]]
+    return n
 
 
 def choose(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The grid's choice on ``rows``: artefact limits first, then each class on its own rows."""
     base = StrengthRules()
     best: tuple[int, float, dict[str, Any]] | None = None
-    for noise, cast in itertools.product(NOISE, CAST):
+    for noise, cast, low in itertools.product(NOISE, CAST, MISSING):
         arts = {"noise_residual": noise, "colour_cast": cast}
-        rules = rules_with(base, {"artefacts": arts})
-        e = sum(errors(rows, rules))
-        key = (e, noise + cast)  # ties: the stricter (lower) limits
+        rules = rules_with(base, {"artefacts": arts, "missing_below": low})
+        e = errors(rows, rules)
+        key = (e, noise + cast + low)  # ties: the stricter (lower) limits
         if best is None or key < best[:2]:
-            best = (e, noise + cast, arts)
+            best = (e, noise + cast + low, {"artefacts": arts, "missing_below": low})
     assert best is not None
-    choice: dict[str, Any] = {"artefacts": best[2]}
+    choice: dict[str, Any] = dict(best[2])
     for ch in CLASSES:
         sub = [r for r in rows if r["m"]["change"] == ch]
         scored = [
-            (sum(errors(sub, rules_with(base, {**choice, ch: p}))), p)
+            (errors(sub, rules_with(base, {**choice, ch: p})), p)
             for p in itertools.product(NEEDS, FULLS, EXTENTS, SHARES)
         ]
         low = min(e for e, _ in scored)
@@ -186,7 +190,8 @@ def fmt(choice: dict[str, Any]) -> str:
         f"{ch}: need {c[0]}, full {c[1]}, extent {c[2]}, share {c[3]}"
         for ch, c in ((ch, choice[ch]) for ch in CLASSES)
     ]
-    return "; ".join(parts) + f"; artefacts {choice['artefacts']}"
+    extra = f"; artefacts {choice['artefacts']}; missing_below {choice['missing_below']}"
+    return "; ".join(parts) + extra
 
 
 def leave_one_editor_out(args: Any) -> None:

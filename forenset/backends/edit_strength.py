@@ -115,7 +115,7 @@ class StrengthRules(BaseModel):
     artefacts: dict[str, float] = Field(
         default_factory=lambda: {"blockiness": 0.6, "noise_residual": 1.4, "colour_cast": 2.0}
     )
-    missing_below: float = Field(0.12, ge=0, le=1)
+    missing_below: float = Field(0.08, ge=0, le=1)
     offtarget_min: float = Field(0.004, ge=0, le=1)
     margin: float = Field(0.06, ge=0, le=0.5)  # around the target, neither inside nor outside
 
