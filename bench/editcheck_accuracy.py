@@ -19,12 +19,13 @@ judge's thresholds (bench/editcheck_loeo.py) is chosen on two editors (fewest er
 edits discarded, faults kept, wrong categories), and the figures are reported on the third, every editor
 in turn: per held-out editor and per edit kind, good edits falsely discarded, DISCARD
 precision / recall (BORDERLINE kept), category accuracy, with n. Then the shipped defaults
-(chosen with ``--mode tune`` on bench/independent_edits.py's sets only) on all three.
+(chosen with ``--mode tune`` on bench/independent_edits.py sets 1, 3, 4, 5 and these editors'
+seed-1 sets) on each editor's set of seed ``--seed`` + 1, which no choice has seen.
 
     python bench/editcheck_accuracy.py --mode leave-one-editor-out [--seed 1] [--size 192]
 
-``--mode tune``: the same grid on bench/independent_edits.py's sets ``--tune-seeds``: the
-thresholds the judge ships (none of the three editors' data is used).
+``--mode tune``: the same grid on bench/independent_edits.py's sets ``--tune-seeds`` plus
+``--tune-editors``' sets of ``--seed``: how the shipped thresholds were chosen.
 
 ``--mode faulty``: builds the sample photos through the offline pipeline with a faulty generator (known failures
 injected at configured rates) beside a healthy one, then compares the verdicts with the truth:
@@ -215,7 +216,7 @@ def faulty(args: argparse.Namespace) -> None:
         f"{len(healthy)}; DISCARD verdicts {hv / max(1, len(healthy)):.3f}, the rest "
         f"BORDERLINE, dropped by verdicts.borderline_policy): {dict(Counter(hd))}"
     )
-    for k, v, c, kind, why in healthy:
+    for k, v, _, kind, why in healthy:
         if not k:
             print(f"  {kind:<12} {v:<10} {why}")
 

@@ -204,9 +204,13 @@ def leave_one_editor_out(args: Any) -> None:
         choice = choose(train)
         print(f"\nheld out: {held} — chosen on {[e for e in EDITORS if e != held]}: {fmt(choice)}")
         show(f"held-out editor {held}", report(rows[held], config_of(choice)))
-    print("\nshipped defaults (chosen on bench/independent_edits.py only) on every editor:")
+    # the shipped defaults were chosen (--mode tune) with these editors' --seed sets in the
+    # union: report them on another seed's sets, which no choice has seen
+    other = args.seed + 1
+    print(f"\nshipped defaults on every editor's set seed {other} (unseen by the choice):")
     for e in EDITORS:
-        show(f"editor {e}", report(rows[e], JudgmentsConfig()))
+        fresh = measured(editor_set(e, other, args.size))
+        show(f"editor {e} (seed {other})", report(fresh, JudgmentsConfig()))
     print(f"\ntotal {time.perf_counter() - t0:.0f}s")
 
 
