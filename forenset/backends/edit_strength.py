@@ -159,14 +159,12 @@ def direction(instruction: dict[str, Any]) -> int:
 
 def capable(change: str, r: dict[str, Any], lightness: np.ndarray, sign: int) -> np.ndarray:
     """Where the change can show at all: a blur only where there is texture to lose, a brighten
-    only below near-white, a darken only above near-black, a recolour only where a hue can be
-    seen (not near black or white); a replacement or an unknown kind anywhere."""
+    only below near-white, a darken only above near-black; a recolour (a white object can be
+    painted red), a replacement or an unknown kind anywhere."""
     if change == "blur":
         return np.asarray(r["textured"])
     if change == "luminance" and sign:
         return lightness < 92 if sign > 0 else lightness > 8
-    if change == "colour":
-        return (lightness > 8) & (lightness < 97)
     return np.ones(lightness.shape, bool)
 
 
