@@ -4,9 +4,13 @@ The offline differencer's second half. ``pixel_differences`` lists *where* pixel
 this measures *whether the change is the requested one, strongly enough*: per edit kind a
 per-pixel response (a recolour must move hue/chroma, a lighting edit luminance, a removal or
 replacement must replace texture, a blur must cut high frequencies) normalised so that 1 is
-"changed as the kind needs". Coverage is the fraction of the target box (for a blur: of its
-textured pixels) whose response reached 1; ``weak_coverage`` the fraction that reached the
-``weak`` level (something visibly happened, too little). Outside the target the same response
+"changed as the kind needs". Coverage is the fraction of the target box's *capable* pixels
+(those that can show the kind's change: for a blur the textured ones, for a brighten those
+below near-white, for a darken those above near-black) whose response reached 1;
+``weak_coverage`` the fraction that reached the ``weak`` level (something visibly happened,
+too little); ``kind_change`` the kind's aggregate change over them (high-frequency energy
+removed, structure replaced, mean hue/chroma or lightness change). Too few capable pixels:
+"no visible change possible". Outside the target the same response
 says whether the requested change landed elsewhere (off-target), and image-wide statistics
 (blockiness, noise residual, colour cast outside the box) measure global degradation.
 """
