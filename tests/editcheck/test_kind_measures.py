@@ -90,3 +90,44 @@ def test_the_direction_of_a_lighting_edit_comes_from_its_kind_or_words():
     assert direction({"kind": "brighten"}) == 1
     assert direction({"kind": "lighting", "text": "Put the cup in shadow"}) == -1
     assert direction({"kind": "lighting", "text": "Relight the scene"}) == 0
+
+
+def measured(change, coverage, weak, kind_change=0.0):
+    return {
+        "change": change,
+        "box_area": 0.1,
+        "coverage": coverage,
+        "weak_coverage": weak,
+        "verifiable": True,
+        "capable_share": 1.0,
+        "kind_change": kind_change,
+        "outside_frac": 0.0,
+        "outside_any": 0.0,
+        "blockiness": 0.0,
+        "noise_residual": 0.0,
+        "colour_cast": 0.0,
+    }
+
+
+def test_a_fully_changed_object_filling_part_of_its_box_is_complete_a_faint_spread_is_not():
+    from forenset.backends.edit_strength import StrengthRules
+    from forenset.backends.rule_judge import judge_measured
+
+    rules = StrengthRules()
+    r = rules.changes["texture"]
+    assert r.extent is not None
+    touched = r.extent + 0.05  # enough of the target visibly changed ...
+    full = r.share * touched + 0.01  # ... and most of that fully, though short of ``need``
+    assert full < r.need
+    whole = judge_measured({}, measured("texture", full, touched), rules, offtarget_dominance=1)
+    assert whole["verdict"] == "KEEP" and "visibly changed" in whole["rationale"]
+    faint = judge_measured({}, measured("texture", full, 0.9), rules, offtarget_dominance=1)
+    assert faint["verdict"] != "KEEP", faint["rationale"]  # most touched, little of it fully
+    # a blur whose box lost most of its high-frequency energy is complete as a whole
+    b = rules.changes["blur"]
+    assert b.full is not None
+    blur = measured("blur", 0.1, 0.3, kind_change=b.full + 0.05)
+    v = judge_measured({}, blur, rules, offtarget_dominance=1)
+    assert v["verdict"] == "KEEP" and "high-frequency energy removed" in v["rationale"]
+    v = judge_measured({}, {**blur, "kind_change": b.full * 0.5}, rules, offtarget_dominance=1)
+    assert (v["verdict"], v["failure_category"]) == ("DISCARD", "edit_partial")
