@@ -12,6 +12,21 @@ report on another.
 
     python bench/editcheck_accuracy.py --mode independent --seed 2 [--n 275] [--size 192]
 
+``--mode leave-one-editor-out``: the three editors of bench/editors/ (clone, diffusion,
+texture: no code shared with forenset's generators, bench/independent_edits.py or each
+other). Each candidate is measured once (``edit_strength.measure``); a small grid of the rule
+judge's thresholds (bench/editcheck_loeo.py) is chosen on two editors (fewest errors: good
+edits discarded, faults kept, wrong categories), and the figures are reported on the third, every editor
+in turn: per held-out editor and per edit kind, good edits falsely discarded, DISCARD
+precision / recall (BORDERLINE kept), category accuracy, with n. Then the shipped defaults
+(chosen with ``--mode tune`` on bench/independent_edits.py sets 1, 3, 4, 5 and these editors'
+seed-1 sets) on each editor's set of seed ``--seed`` + 1, which no choice has seen.
+
+    python bench/editcheck_accuracy.py --mode leave-one-editor-out [--seed 1] [--size 192]
+
+``--mode tune``: the same grid on bench/independent_edits.py's sets ``--tune-seeds`` plus
+``--tune-editors``' sets of ``--seed``: how the shipped thresholds were chosen.
+
 ``--mode faulty``: builds the sample photos through the offline pipeline with a faulty generator (known failures
 injected at configured rates) beside a healthy one, then compares the verdicts with the truth:
 a candidate should be discarded exactly when a fault was injected. Prints DISCARD precision
@@ -172,11 +187,11 @@ def faulty(args: argparse.Namespace) -> None:
             store, _, _ = run_local(cfg)
             con = connect(store, ["verdicts"])
             rows += con.execute(
-                "SELECT generator, truth, keep, verdict, failure_category, kind FROM verdicts "
-                "WHERE status = 'ok'"
+                "SELECT generator, truth, keep, verdict, failure_category, kind, rationale "
+                "FROM verdicts WHERE status = 'ok'"
             ).fetchall()
     faulty = [
-        (json.loads(t)["fault"], k, v, c, kind) for g, t, k, v, c, kind in rows if g == "faulty"
+        (json.loads(t)["fault"], k, v, c, kind) for g, t, k, v, c, kind, _ in rows if g == "faulty"
     ]
     tp = sum(1 for f, k, *_ in faulty if f != "none" and not k)
     fp = sum(1 for f, k, *_ in faulty if f == "none" and not k)
@@ -193,16 +208,30 @@ def faulty(args: argparse.Namespace) -> None:
         print(f"  fault={f:<10} n={per[f]:<4} discarded={caught[f] / per[f]:.2f}")
     cats = Counter((f, c) for f, k, v, c, _ in faulty if not k)
     print("  (fault, failure_category) of discards:", dict(sorted(cats.items())))
-    healthy = [(k, c, kind) for g, t, k, v, c, kind in rows if g == "healthy"]
-    hd = [(c, kind) for k, c, kind in healthy if not k]
+    healthy = [(k, v, c, kind, why) for g, t, k, v, c, kind, why in rows if g == "healthy"]
+    hd = [(c, kind) for k, _, c, kind, _ in healthy if not k]
+    hv = sum(1 for _, v, *_ in healthy if v == "DISCARD")
     print(
-        f"healthy generator discard rate {len(hd) / max(1, len(healthy)):.3f}: {dict(Counter(hd))}"
+        f"healthy generator not kept {len(hd) / max(1, len(healthy)):.3f} ({len(hd)} of "
+        f"{len(healthy)}; DISCARD verdicts {hv / max(1, len(healthy)):.3f}, the rest "
+        f"BORDERLINE, dropped by verdicts.borderline_policy): {dict(Counter(hd))}"
     )
+    for k, v, _, kind, why in healthy:
+        if not k:
+            print(f"  {kind:<12} {v:<10} {why}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=("independent", "faulty"), default="independent")
+    ap.add_argument(
+        "--mode",
+        choices=("independent", "faulty", "leave-one-editor-out", "tune"),
+        default="independent",
+    )
+    ap.add_argument("--tune-seeds", default="1,3,4,5", help="tune: independent_edits sets")
+    ap.add_argument(
+        "--tune-editors", default="", help="tune: also these bench/editors sets (--seed)"
+    )
     ap.add_argument("--seed", type=int, default=2, help="independent: the set's seed")
     ap.add_argument("--n", type=int, default=275, help="independent: candidates in the set")
     ap.add_argument("--size", type=int, default=192, help="independent: image long side")
@@ -212,6 +241,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.mode == "faulty":
         faulty(args)
+    elif args.mode in ("leave-one-editor-out", "tune"):
+        from editcheck_loeo import leave_one_editor_out, tune
+
+        (tune if args.mode == "tune" else leave_one_editor_out)(args)
     else:
         independent(args)
 

@@ -1,6 +1,6 @@
 """The offline alignment judges and the verdict aggregation.
 
-``judge_measured`` (rules-v2, the judgments stage's): decides from ``edit_strength``'s pixel
+``judge_measured`` (rules-v3, the judgments stage's): decides from ``edit_strength``'s pixel
 measurements — how much of the target reached the change its edit kind needs, the requested
 change outside it, image-wide artefacts — and names the failure with the deciding numbers.
 ``judge`` (rules-v1): the instruction's target box vs the listed difference regions' area,
@@ -13,7 +13,17 @@ from typing import Any
 
 from forenset.backends.edit_strength import StrengthRules
 
-RULE_VERSION = "rules-v2"  # v2: strength-aware coverage and measured failure categories
+# v2: strength-aware coverage and measured failure categories; v3: the kind's aggregate
+# change over the target's capable pixels, and "no visible change possible"
+RULE_VERSION = "rules-v3"
+# what ``kind_change`` measures per change class (for the rationale)
+KIND_MEASURE = {
+    "blur": "high-frequency energy removed",
+    "texture": "structure replaced",
+    "colour": "mean hue/chroma shift",
+    "luminance": "mean lightness change",
+    "any": "mean change",
+}
 AREA_RULE_VERSION = "rules-v1"  # ``judge``: the listed differences' area, no pixels
 
 
@@ -129,6 +139,7 @@ def judge_measured(
     r = rules.changes[ch]
     box = max(1e-6, float(m["box_area"]))
     cov, weak = float(m["coverage"]), float(m["weak_coverage"])
+    kc = float(m.get("kind_change", 0.0))
     reached = cov * box  # image fraction of the target that reached the change
     out = float(m["outside_frac"])
     match = min(1.0, cov / r.need)
@@ -149,7 +160,10 @@ def judge_measured(
         )
     elif not m.get("verifiable", True):
         verdict, cat = "BORDERLINE", "ambiguous"
-        why = f"the target has too little texture to verify a {ch} change"
+        why = (
+            f"no visible change possible: only {float(m.get('capable_share', 0.0)):.2f} of the "
+            f"target can show a {ch} change (too flat, too light or too dark)"
+        )
     elif weak < rules.missing_below:
         if float(m.get("outside_any", 0.0)) >= max(rules.offtarget_min, 0.25 * box):
             verdict, cat = "DISCARD", "off_target"
@@ -166,12 +180,27 @@ def judge_measured(
     elif cov >= r.need:
         verdict, cat = "KEEP", "none"
         why = f"the target reached the {need}, {out * 100:.2f}% of the image changed outside"
-    elif cov >= r.need * r.borderline:
+    elif r.full is not None and kc >= r.full:
+        verdict, cat = "KEEP", "none"
+        why = (
+            f"the target's {ch} change as a whole is complete ({KIND_MEASURE[ch]} {kc:.2f}, "
+            f"need {r.full:.2f}), {out * 100:.2f}% of the image changed outside"
+        )
+    elif r.extent is not None and weak >= r.extent and cov >= r.share * weak:
+        verdict, cat = "KEEP", "none"
+        why = (
+            f"{weak:.2f} of the target visibly changed (need {r.extent:.2f}) and "
+            f"{cov / max(weak, 1e-6):.2f} of that reached the full {ch} change "
+            f"(need {r.share:.2f}), {out * 100:.2f}% of the image changed outside"
+        )
+    elif cov >= r.need * r.borderline or (r.full is not None and kc >= r.full * r.borderline):
         verdict, cat = "BORDERLINE", "edit_partial"
-        why = f"the target nearly reached the {need}"
+        why = f"the target nearly reached the {need}; {KIND_MEASURE[ch]} {kc:.2f}"
     else:
         verdict, cat = "DISCARD", "edit_partial"
         why = f"too weak or too small: {need}; {weak:.2f} of it touched"
+        if r.full is not None:
+            why += f", {KIND_MEASURE[ch]} {kc:.2f} (need {r.full:.2f})"
     return _record(match, penalty, final, verdict, cat, why, RULE_VERSION)
 
 

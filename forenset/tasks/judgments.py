@@ -168,7 +168,7 @@ class JudgmentsModel(ModelStrategy["Judgments", JudgmentsConfig]):
 class Judgments(StrategyStage[JudgmentsConfig]):
     name = "judgments"
     config_model = JudgmentsConfig
-    version = "4"  # 4: strength-aware rule judge, measurements / pixel_category columns
+    version = "5"  # 5: rules-v3 (per-kind aggregate change, "no visible change possible")
     inputs = ("diffs",)
     input_columns = CARRY + ("grounding",)
     output_schema = SCHEMA
