@@ -44,7 +44,9 @@ def _root(
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}")
+    from forenset.errors import clip
+
+    err.print(f"[bold red]error:[/] {clip(message, 2000)}")  # a 5 MB id is not echoed whole
     raise typer.Exit(code)
 
 
@@ -532,7 +534,9 @@ def main() -> None:
         from forenset.redact import redact
 
         text = str(e).splitlines()[0] if str(e) else type(e).__name__
-        err.print(f"[bold red]error:[/] {redact(text)}")
+        from forenset.errors import clip
+
+        err.print(f"[bold red]error:[/] {clip(redact(text), 2000)}")
         sys.exit(2)
 
 
