@@ -179,6 +179,11 @@ async def build_flow_fn(
         return Cancelled(message=str(e))
     except BuildFailed as e:  # one sentence, not a traceback in Prefect's crash report
         return Failed(message=str(e))
+    except OSError as e:  # the run dir cannot be written (a full disk during the export …):
+        # a Failed state with the error, which run_build raises for the CLI's one sentence;
+        # raised from here, Prefect would print its traceback first
+        why = f"cannot write to run directory {run_uri}: {e.strerror or e}"
+        return Failed(message=why, data=e)
     if result.get("failed"):  # shards failed: the run says Failed, with counts and reasons
         return Failed(message=result["failed"], data=result)
     return result

@@ -319,3 +319,114 @@ def test_reasons_are_cut_once_for_state_json_logs_and_messages(tmp_path, monkeyp
         logging.getLogger("forenset.test").error("stage x: %s", LONG)
     (rec,) = [r for r in caplog.records if r.name == "forenset.test"]
     assert len(rec.getMessage()) < 9000 and "more characters]" in rec.getMessage()
+
+
+def _gold_run(tmp_path: Path) -> tuple[Path, Path]:
+    """A run dir holding only a ``splits`` table of three fakes, and a gold export for them."""
+    import base64
+
+    import pyarrow as pa
+
+    from forenset.schemas.splits import SCHEMA
+
+    run = tmp_path / "run"
+    store = RunStore(str(run))
+    rows = [{n: None for n in SCHEMA.names}
+            | {"sample_id": f"s{i}", "label": "fake", "status": "ok", "split": "test"}
+            for i in range(3)]  # fmt: skip
+    info = store.write_shard("splits", "shard-0", pa.Table.from_pylist(rows, schema=SCHEMA),
+                             fingerprint="f", counts={"ok": 3})  # fmt: skip
+    schema = base64.b64encode(SCHEMA.serialize().to_pybytes()).decode()
+    store.write_manifest("splits", [info], {"schema": schema})
+    text = [{"from_name": "explanation", "type": "textarea", "value": {"text": ["Blurry hand."]}}]
+    doc = [{"id": i, "data": {"sample_id": f"s{i}"},
+            "annotations": [{"id": 1, "completed_by": "a", "result": text}]} for i in range(3)]  # fmt: skip
+    gold = tmp_path / "gold.json"
+    gold.write_text(json.dumps(doc))
+    return run, gold
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_import_gold_exits_0_fifty_times(tmp_path):
+    """issue 40: ``import-gold`` exited 134 in 7 of 62 runs (``terminate called without an
+    active exception``: pyarrow's threads at interpreter exit, apache/arrow#34314). It now ends
+    with os._exit after flushing: 50 runs (4 at a time), each exit 0 with its whole JSON."""
+    import subprocess
+    import sys
+
+    run, gold = _gold_run(tmp_path)
+    cmd = [sys.executable, "-m", "forenset.cli", "import-gold", str(run), str(gold)]
+    codes, outputs = [], []
+    for _ in range(50 // 5):
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(5)]  # fmt: skip
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            codes.append(p.returncode)
+            outputs.append((out, err))
+    bad = [(c, e[-300:]) for c, (_, e) in zip(codes, outputs, strict=True) if c != 0]
+    assert not bad, bad
+    assert all(json.loads(out)["counts"] == {"ok": 3, "error": 0} for out, _ in outputs)
+
+
+def test_fast_exit_keeps_output_and_codes(tmp_path):
+    """The fast exit flushes what was printed and keeps the exit code: a good import prints
+    its whole JSON and exits 0; a bad file one sentence and 2."""
+    import subprocess
+    import sys
+
+    run, gold = _gold_run(tmp_path)
+    cmd = [sys.executable, "-m", "forenset.cli", "import-gold", str(run)]
+    ok = subprocess.run([*cmd, str(gold)], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr[-500:]
+    assert json.loads(ok.stdout)["rows"] == 3
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    bad = subprocess.run([*cmd, str(tmp_path / "deep.json")], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert bad.returncode == 2
+    assert "nested too deeply" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_disk_full_during_partial_export_is_one_sentence(tmp_path, monkeypatch, capfd):
+    """issue 40: a full disk while a build with failed shards writes its partial export
+    printed Prefect's traceback before ``error: cannot write to run directory …``. The flow now
+    ends Failed with that sentence and run_build raises the OSError the CLI turns into it."""
+    import errno
+
+    from forenset.config import validate_config
+    from forenset.exports import dataset
+    from forenset.flows.build import run_build
+    from forenset.tasks.sources import Sources
+    from tests.conftest import small_config_dict
+
+    def full(store, settings, partial=None):
+        assert partial, "the export of a build with failed shards is partial"
+        raise OSError(errno.ENOSPC, "No space left on device", f"{store.root}/exports/x")
+
+    real = Sources.process
+
+    def one_fails(self, batch, shard=None):
+        if shard is not None and shard.shard_id.endswith("1"):
+            raise RuntimeError("injected shard failure")
+        return real(self, batch, shard)
+
+    monkeypatch.setattr(dataset, "export_dataset", full)
+    monkeypatch.setattr(Sources, "process", one_fails)
+    cfg = validate_config(
+        small_config_dict(
+            tmp_path / "run",
+            shard_size=1,
+            sources={"samples": ["astronaut", "coffee"], "max_side": 48},
+            generators=[{"name": "cv-a", "family": "classical"}],
+            scenarios={"enabled": False},
+            evaluation={"enabled": False},
+            fakebench={"enabled": False},
+        )
+    )
+    capfd.readouterr()
+    with pytest.raises(OSError) as e:
+        run_build(cfg.run_dir, cfg)
+    assert e.value.errno == errno.ENOSPC
+    err = capfd.readouterr().err
+    assert "Traceback" not in err, err[-2000:]
