@@ -32,7 +32,7 @@ from forenset.confbase import fingerprint_view
 from forenset.errors import ConfigurationError, clip
 from forenset.seeds import rng_for
 from forenset.store.run_store import ShardInfo
-from forenset.strict import finite
+from forenset.strict import finite, strict_bool
 from forenset.tasks.base import ShardSpec, Stage, dumps
 
 SHARD = "labels"
@@ -85,7 +85,11 @@ def read_export(path: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, l
             if not isinstance(ann, dict) or not isinstance(ann.get("result") or [], list):
                 problems.setdefault("bad_record", []).append(str(tid))
                 continue
-            if ann.get("was_cancelled") is True:
+            cancelled = strict_bool(ann.get("was_cancelled"))  # "true" cancels; "nope" is bad
+            if cancelled is None:
+                problems.setdefault("bad_record", []).append(str(tid))
+                continue
+            if cancelled:
                 continue
             picked = [
                 canonical(c)
@@ -164,7 +168,7 @@ class RewardLabels(Stage[RewardConfig]):
             "bad_choice": "annotation(s) do not pick exactly one of First, Second, Tie, Both Bad",
             "unknown_triplet": "task(s) name a triplet this run does not have",
             "bad_record": "task(s) or annotation(s) have a field of the wrong type (data, "
-            "annotations, result must be objects and lists)",
+            "annotations, result must be objects and lists; was_cancelled true or false)",
             "bad_lead_time": "annotation(s) have a lead_time that is not a number of seconds "
             "(the minimum-lead-time filter cannot apply)",
         }
