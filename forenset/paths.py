@@ -172,7 +172,8 @@ def name_refusal(name: object) -> str | None:
         _check_text(name)
     except InputRefused as e:
         return e.reason
-    if name.startswith(("/", "\\")) or "://" in name or (len(name) > 1 and name[1] == ":"):
+    drive = len(name) > 2 and name[0].isalpha() and name[1] == ":" and name[2] in "/\\"
+    if name.startswith(("/", "\\")) or "://" in name or drive:
         return f"{clip(name)!r} is an absolute path or a URL, not a name inside the folder"
     if ".." in name.replace("\\", "/").split("/"):
         return f"{clip(name)!r} climbs out with '..', not a name inside the folder"

@@ -427,3 +427,16 @@ def test_disk_full_during_partial_export_is_one_sentence(tmp_path, monkeypatch, 
     assert e.value.errno == errno.ENOSPC
     err = capfd.readouterr().err
     assert "Traceback" not in err, err[-2000:]
+
+
+def test_record_name_rules():
+    """What a record may name under a folder: plain relative names (subfolders too)."""
+    for good in ("ok.png", "fake_images/x.png", "a:b.png", "x..y.png"):
+        assert paths.name_refusal(good) is None, good
+    for bad, why in (("/etc/passwd", "absolute"), ("C:/x.png", "absolute"),
+                     ("\\\\srv\\x", "absolute"), ("http://h/x.png", "URL"),
+                     ("a/../../b", "'..'"), ("..", "'..'"), ("a\\..\\b", "'..'"),
+                     ("", "empty"), (7, "int"), ("a\x00b", "NUL"),
+                     ("x" * 5000, "4,096-character cap")):  # fmt: skip
+        got = paths.name_refusal(bad)
+        assert got and why in got and len(got) < 400, (bad, got)
