@@ -390,43 +390,56 @@ def test_fast_exit_keeps_output_and_codes(tmp_path):
     assert "nested too deeply" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_disk_full_during_partial_export_is_one_sentence(tmp_path, monkeypatch, capfd):
+DISK_FULL = """
+import errno, sys
+from forenset.exports import dataset
+from forenset.tasks.sources import Sources
+
+def full(store, settings, partial=None):
+    assert partial, "the export of a build with failed shards is partial"
+    raise OSError(errno.ENOSPC, "No space left on device", f"{store.root}/exports/x")
+
+def fails(self, batch, shard=None):  # nothing downstream runs: a short build
+    raise RuntimeError("injected shard failure")
+
+dataset.export_dataset = full
+Sources.process = fails
+from forenset.cli import main
+sys.argv = ["forenset", "build", sys.argv[1], "--run-dir", sys.argv[2]]
+main()
+"""
+
+
+def test_disk_full_during_partial_export_is_one_sentence(tmp_path):
     """issue 40: a full disk while a build with failed shards writes its partial export
     printed Prefect's traceback before ``error: cannot write to run directory …``. The flow now
-    ends Failed with that sentence and run_build raises the OSError the CLI turns into it."""
-    import errno
+    ends Failed with that sentence, which ``forenset build`` prints alone (exit 2). Run as its
+    own process: the CLI's real terminal output, with the export failing by ENOSPC."""
+    import subprocess
+    import sys
 
-    from forenset.config import validate_config
-    from forenset.exports import dataset
-    from forenset.flows.build import run_build
-    from forenset.tasks.sources import Sources
+    import yaml
+
     from tests.conftest import small_config_dict
 
-    def full(store, settings, partial=None):
-        assert partial, "the export of a build with failed shards is partial"
-        raise OSError(errno.ENOSPC, "No space left on device", f"{store.root}/exports/x")
-
-    def fails(self, batch, shard=None):  # nothing downstream runs: a short Prefect build
-        raise RuntimeError("injected shard failure")
-
-    monkeypatch.setattr(dataset, "export_dataset", full)
-    monkeypatch.setattr(Sources, "process", fails)
-    cfg = validate_config(
-        small_config_dict(
-            tmp_path / "run",
-            sources={"samples": ["astronaut"], "max_side": 48},
-            generators=[{"name": "cv-a", "family": "classical"}],
-            scenarios={"enabled": False},
-            evaluation={"enabled": False},
-            fakebench={"enabled": False},
-        )
+    cfg = small_config_dict(
+        tmp_path / "run",
+        sources={"samples": ["astronaut"], "max_side": 48},
+        generators=[{"name": "cv-a", "family": "classical"}],
+        scenarios={"enabled": False},
+        evaluation={"enabled": False},
+        fakebench={"enabled": False},
     )
-    capfd.readouterr()
-    with pytest.raises(OSError) as e:
-        run_build(cfg.run_dir, cfg)
-    assert e.value.errno == errno.ENOSPC
-    err = capfd.readouterr().err
-    assert "Traceback" not in err, err[-2000:]
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / "run_it.py").write_text(DISK_FULL)
+    got = subprocess.run(
+        [sys.executable, str(tmp_path / "run_it.py"), str(tmp_path / "cfg.yaml"),
+         str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "300"},
+    )  # fmt: skip
+    assert got.returncode == 2, (got.returncode, got.stderr[-2000:])
+    assert "cannot write to run directory" in got.stderr and "No space left" in got.stderr
+    assert "Traceback" not in got.stderr, got.stderr[-3000:]
 
 
 def test_record_name_rules():
