@@ -413,7 +413,8 @@ main()
 def test_disk_full_during_partial_export_is_one_sentence(tmp_path):
     """issue 40: a full disk while a build with failed shards writes its partial export
     printed Prefect's traceback before ``error: cannot write to run directory …``. The flow now
-    ends Failed with that sentence, which ``forenset build`` prints alone (exit 2). Run as its
+    ends Failed with that sentence, which ``forenset build`` prints alone (exit 2; Prefect's
+    "Finished in state Failed(…)" echo of it is dropped). Run as its
     own process: the CLI's real terminal output, with the export failing by ENOSPC."""
     import subprocess
     import sys
@@ -440,6 +441,11 @@ def test_disk_full_during_partial_export_is_one_sentence(tmp_path):
     assert got.returncode == 2, (got.returncode, got.stderr[-2000:])
     assert "cannot write to run directory" in got.stderr and "No space left" in got.stderr
     assert "Traceback" not in got.stderr, got.stderr[-3000:]
+    lines = [line for line in got.stderr.splitlines() if line.strip()]
+    # the sentence only (Rich may wrap it): it starts the output and ends it
+    assert lines[0].startswith("error: cannot write to run directory"), lines[:3]
+    assert lines[-1].endswith("No space left on device"), lines[-3:]
+    assert not any("Finished in state" in line for line in lines), lines  # the sentence only
 
 
 def test_record_name_rules():
