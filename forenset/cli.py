@@ -44,7 +44,9 @@ def _root(
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}")
+    from forenset.errors import clip
+
+    err.print(f"[bold red]error:[/] {clip(message, 2000)}")  # a 5 MB id is not echoed whole
     raise typer.Exit(code)
 
 
@@ -555,19 +557,49 @@ def _mount_subapps() -> None:
 CORE_COMMANDS = {"build", "status", "query", "split", "eval", "reward"}
 
 
+# Commands that only read and write the run store (no Prefect server, no build): they end with
+# os._exit after flushing, so pyarrow's and DuckDB's threads cannot abort the interpreter's exit
+# (``terminate called without an active exception``, exit 134; apache/arrow#34314).
+FAST_EXIT = {"import-gold", "import-annotations", "export-gold", "status", "query"}
+
+
+def _exit_now(code: object) -> NoReturn:
+    """Flush what was printed and end the process with ``code`` (SystemExit's meaning)."""
+    import logging
+
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said
+            pass
+    os._exit(code or 0)
+
+
 def main() -> None:
     # the sub-apps import the perturbation catalogue and exporters (~0.5 s): only when needed
     if len(sys.argv) < 2 or sys.argv[1] not in CORE_COMMANDS:
         _mount_subapps()
+    fast = len(sys.argv) > 1 and sys.argv[1] in FAST_EXIT
     try:
         app()
+    except SystemExit as done:
+        if fast:
+            _exit_now(done.code)
+        raise
     except (OSError, UnicodeDecodeError, ValueError, RuntimeError) as e:
         # the last net under every command: bad input answers with one sentence, exit 2
         # (programming errors of other kinds still show their traceback)
+        from forenset.errors import clip
         from forenset.redact import redact
 
         text = str(e).splitlines()[0] if str(e) else type(e).__name__
-        err.print(f"[bold red]error:[/] {redact(text)}")
+        err.print(f"[bold red]error:[/] {clip(redact(text), 2000)}")
+        if fast:
+            _exit_now(2)
         sys.exit(2)
 
 

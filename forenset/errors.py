@@ -94,3 +94,16 @@ class RunnerUnavailable(ConfigurationError):
     """A stage's task runner could not start or connect (a Dask scheduler or Ray cluster that
     is down, refuses the connection or wants an authentication token). One sentence naming
     the runner, its address and the cause; the build stops before any shard runs."""
+
+
+MAX_SHOWN = 300  # characters of an id or reason quoted in a row, state.json, a log or a message
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` cut to ``limit`` characters with a marker saying how many were left out.
+
+    Why: a record's id or a reason can be megabytes long (a hostile release's 5,000,000-character
+    ``image_id``); quoted whole it would fill state.json, the build log and every message."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"

@@ -12,7 +12,11 @@ A cell that says ``../../home/me/id_rsa``, ``/etc/passwd``, a symlink out of the
   ``allow_private_hosts`` says so too;
 - only regular files are opened (a FIFO, a device such as ``/dev/zero``, a socket are refused
   without blocking: the open is non-blocking and checked with ``fstat``);
-- reads are capped in bytes before anything is decoded.
+- reads are capped in bytes before anything is decoded;
+- a name is at most ``MAX_NAME_CHARS`` long and holds no NUL byte; a name a *record* gives (an
+  ``image_id`` looked up under a folder: :func:`under`) is also relative, without ``..``.
+
+Every quoted name in a refusal is cut (``errors.clip``), so a 5 MB name gives a short reason.
 
 A refusal raises :class:`~forenset.errors.InputRefused` (an ``OSError``, so the callers that
 turn unreadable files into error rows do the same with it), whose message is the reason.
@@ -26,11 +30,13 @@ import posixpath
 import socket
 import stat
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
-from forenset.errors import InputRefused
+from forenset.errors import InputRefused, clip
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+MAX_NAME_CHARS = 4096  # Linux's PATH_MAX: a longer name cannot be opened (Errno 36)
 REMOTE = ("http://", "https://")
 
 
@@ -121,8 +127,7 @@ def check(uri: str, policy: ReadPolicy) -> str:
     InputRefused with the reason."""
     if not uri:
         raise InputRefused("the listing names no file (empty cell)")
-    if "\x00" in uri:
-        raise InputRefused(f"{uri!r} holds a NUL byte")
+    _check_text(uri)
     if uri.startswith(REMOTE):
         if not policy.allow_remote:
             raise InputRefused(
@@ -145,9 +150,61 @@ def check(uri: str, policy: ReadPolicy) -> str:
     raise InputRefused(_outside(uri, uri, policy))
 
 
+def _check_text(name: str) -> None:
+    """InputRefused for a name no file can have: over ``MAX_NAME_CHARS``, or with a NUL byte."""
+    if len(name) > MAX_NAME_CHARS:
+        raise InputRefused(
+            f"a name of {len(name):,} characters is longer than the {MAX_NAME_CHARS:,}-character "
+            f"cap ({clip(name, 60)!r})"
+        )
+    if "\x00" in name:
+        raise InputRefused(f"{clip(name)!r} holds a NUL byte")
+
+
+def name_refusal(name: object) -> str | None:
+    """Why ``name`` (an id a record gives, used as a file name under a folder) cannot name a
+    file there, or None: not text, empty, too long, a NUL byte, absolute, or with a ``..``."""
+    if not isinstance(name, str):
+        return f"the name is a {type(name).__name__}, not text"
+    if not name.strip():
+        return "the name is empty"
+    try:
+        _check_text(name)
+    except InputRefused as e:
+        return e.reason
+    drive = len(name) > 2 and name[0].isalpha() and name[1] == ":" and name[2] in "/\\"
+    if name.startswith(("/", "\\")) or "://" in name or drive:
+        return f"{clip(name)!r} is an absolute path or a URL, not a name inside the folder"
+    if ".." in name.replace("\\", "/").split("/"):
+        return f"{clip(name)!r} climbs out with '..', not a name inside the folder"
+    return None
+
+
+def under(root: str, name: object, subfolders: tuple[str, ...] = ("",)) -> str | None:
+    """The first existing ``root/<sub>/name`` (resolved), or None when there is none;
+    InputRefused when ``name`` is no plain name (:func:`name_refusal`) or the file resolves
+    outside ``root`` (a symlink leading out). Read it with :func:`read_local`, which refuses
+    what is not a regular file (a FIFO, a device, a folder)."""
+    why = name_refusal(name)
+    if why:
+        raise InputRefused(why)
+    assert isinstance(name, str)
+    policy = ReadPolicy((root,))
+    for sub in subfolders:
+        p = os.path.join(root, sub, name) if sub else os.path.join(root, name)
+        try:
+            found = os.path.lexists(p)
+        except (OSError, ValueError):
+            found = False
+        if found:
+            return check(p, policy)
+    return None
+
+
 def _outside(uri: str, real: str, policy: ReadPolicy) -> str:
     where = ", ".join(policy.roots) or "(none)"
-    via = f" (resolves to {real})" if real != uri and real != _local(uri) else ""
+    via = f" (resolves to {clip(real)})" if real != uri and real != _local(uri) else ""
+    uri = clip(uri)
     return (
         f"{uri}{via} is outside the listing's folder {where}; "
         "list its folder in allowed_roots to read it"
@@ -179,14 +236,17 @@ def read_bytes(uri: str, policy: ReadPolicy) -> bytes:
 def read_local(path: str, cap: int = DEFAULT_MAX_BYTES) -> bytes:
     """A local regular file's bytes, at most ``cap`` (InputRefused otherwise). Opened
     non-blocking, so a FIFO neither hangs the open nor gets read."""
+    _check_text(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise InputRefused(f"{path} is not a regular file ({_kind(st.st_mode)})")
+            raise InputRefused(f"{clip(path)} is not a regular file ({_kind(st.st_mode)})")
         if st.st_size > cap:
-            raise InputRefused(f"{path} is larger than the {cap}-byte cap ({st.st_size} bytes)")
+            raise InputRefused(
+                f"{clip(path)} is larger than the {cap}-byte cap ({st.st_size} bytes)"
+            )
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         chunks, left = [], cap + 1
@@ -212,6 +272,22 @@ def read_text_file(path: str | os.PathLike[str], cap: int = DEFAULT_MAX_BYTES) -
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputRefused(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def json_loads(text: str | bytes, what: str = "the file") -> Any:
+    """JSON of a file a user hands in; ValueError with one sentence for bad JSON and for nesting
+    past Python's recursion limit (``RecursionError`` is no ``ValueError``: uncaught, one
+    100,000-deep answer file failed a whole shard)."""
+    import json
+
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply to be read as JSON") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} is not JSON (line {e.lineno}: {e.msg})") from None
+    except ValueError as e:  # bytes that are not UTF-8/16/32
+        raise ValueError(f"{what} is not JSON text ({clip(str(e), 120)})") from None
 
 
 def _kind(mode: int) -> str:

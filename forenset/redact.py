@@ -18,6 +18,8 @@ import re
 import threading
 from typing import Any
 
+from forenset.errors import clip
+
 MASK = "***"
 MIN_SECRET = 6  # shorter values (a "1", a "test") would mask ordinary words
 
@@ -130,6 +132,7 @@ PROMPT_ECHOES = (
     "was truncated because",  # "The following part of your input was truncated because CLIP…"
     "Token indices sequence length is longer than",
 )
+LOG_CHARS = 8000  # longest log message kept (the rest is cut with a marker)
 TRUNCATED = "a prompt was truncated to the text encoder's limit (its text is not logged)"
 _FACTORY_INSTALLED = False
 
@@ -154,6 +157,7 @@ def install_log_redaction() -> None:
         except Exception:  # noqa: BLE001 - a broken format string is the logger's business
             return rec
         clean = TRUNCATED if any(p in msg for p in PROMPT_ECHOES) else redact(msg)
+        clean = clip(clean, LOG_CHARS)  # a record quoting a 5 MB id is not logged whole
         if clean != msg:  # records without a secret keep their msg and args as they were
             rec.msg, rec.args = clean, ()
         return rec

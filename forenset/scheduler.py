@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forenset.config import BuildSettings
-from forenset.errors import ConfigurationError, ForensetError
+from forenset.errors import ConfigurationError, ForensetError, clip
 from forenset.stages import stage_classes
 from forenset.store.run_store import RunStore, ShardInfo
 from forenset.tasks.base import ContractError, ShardSpec, Stage, StageContext
@@ -86,6 +86,9 @@ class StageStats:
     seconds: float = 0.0  # summed shard work time (read+process+write) of shards run now
     retried: int = 0  # tasks re-run after a lost worker, a crashed run or a timeout
     failures: list[str] = field(default_factory=list)
+
+
+REASON_CHARS = 1000  # a failure reason kept in stats, state.json, the build log and the CLI
 
 
 def progress_line(stats: dict[str, StageStats], elapsed: float | None = None) -> str:
@@ -281,7 +284,9 @@ class Scheduler:
     def failed(self, spec: ShardSpec, error: str, fatal: bool = False) -> None:
         from forenset.redact import redact
 
-        error = redact(error)  # printed by the CLI and kept in stats: no secret in it
+        # printed by the CLI, logged and kept in state.json: no secret in it, and bounded (a
+        # reason quoting a 5 MB id is cut here, once, for all three)
+        error = clip(redact(error), REASON_CHARS)
         st = self.stats[spec.stage]
         st.failed += 1
         st.failures.append(f"{spec.key()}: {error}")
@@ -337,6 +342,7 @@ class Scheduler:
             self.stop.set()
 
     def failed_unplanned(self, name: str, why: str) -> None:
+        why = clip(why, REASON_CHARS)
         st = self.stats[name]
         st.failed += 1
         st.failures.append(f"{name}: {why}")
@@ -468,7 +474,9 @@ class Scheduler:
             return False
         st = self.stats[task.stage]
         st.retried += 1
-        self.retry_reasons.append(f"{task.stage} attempt {task.attempt + 2}: {why}")
+        self.retry_reasons.append(
+            clip(f"{task.stage} attempt {task.attempt + 2}: {why}", REASON_CHARS)
+        )
         fut = self.submit(task.stage, task.specs)
         self.inflight[fut] = _Task(task.stage, task.specs, task.runner, attempt=task.attempt + 1)
         self.busy[task.runner] += 1
@@ -520,7 +528,7 @@ class Scheduler:
             "state.json",
             {
                 "status": status,
-                "message": message,  # why a failed build failed, in one line
+                "message": clip(message, REASON_CHARS),  # why a failed build failed, in one line
                 "order": list(self.stats),  # DAG order (the JSON keys below are sorted)
                 # the gates in DAG order (Stage.gate): status counts their kept / discarded
                 "gates": [n for n, s in self.stages.items() if s.gate],

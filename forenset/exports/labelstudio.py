@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from forenset.errors import ForensetError
+from forenset.errors import ForensetError, clip
 from forenset.exports.data import write_atomic, write_images
 from forenset.schemas.annotations import SCHEMA
 from forenset.store.run_store import RunStore, ShardInfo
@@ -267,7 +267,7 @@ def annotation_rows(
         sample = str(sample)
         seen.add(sample)
         if known is not None and sample not in known:
-            msg = f"sample_id {sample!r} is not a generated sample of this run"
+            msg = f"sample_id {clip(sample)!r} is not a generated sample of this run"
             rows.append(_error_row(tkey, tid, sample, msg, file_hash))
             continue
         for ai, ann in enumerate(annotations):
@@ -279,9 +279,14 @@ def annotation_rows(
             flags = {f: strict_bool(ann.get(f)) for f in ("was_cancelled", "simulated")}
             bad = [f for f, v in flags.items() if v is None]
             results = ann.get("result") or []
+            lead = ann.get("lead_time")
+            if lead is not None and finite(lead) is None:  # "fast" is no duration
+                what = f"annotation lead_time is {clip(repr(lead), 80)}, not a number of seconds"
+                rows.append(_error_row(key, tid, sample, what, file_hash))
+                continue
             if bad or not isinstance(results, list):
                 what = (
-                    f"annotation {bad[0]} is {ann.get(bad[0])!r}, not true or false"
+                    f"annotation {bad[0]} is {clip(repr(ann.get(bad[0])), 80)}, not true or false"
                     if bad
                     else f"annotation result is a {type(results).__name__}, not a list"
                 )
@@ -337,7 +342,13 @@ def _result_rows(results: list[Any], key: str, common: dict[str, Any]) -> list[d
         rk = f"{key}-{ri}"
         if isinstance(res, dict) and res.get("type") == "textarea" and res.get("id"):
             v = res["value"] if isinstance(res.get("value"), dict) else {}
-            texts.append((rk, str(res["id"]), " ".join(str(t) for t in v.get("text") or [])))
+            got = v.get("text") or []
+            if not isinstance(got, list) or not all(isinstance(t, str) for t in got):
+                bad_text = {**common, "annotation_row_id": rk, "status": "error",
+                            "error": "region text is not a list of strings"}  # fmt: skip
+                rows.append(bad_text)
+                continue
+            texts.append((rk, str(res["id"]), " ".join(got)))
             continue
         row = _result_row(res, rk, common)
         rows.append(row)
@@ -370,8 +381,8 @@ def _result_row(res: Any, key: str, common: dict[str, Any]) -> dict[str, Any]:
     row["result_type"] = res.get("type")
     row["task"] = _TASK_BY_CONTROL.get(str(res.get("from_name")), "other")
     if "choices" in v:
-        if not isinstance(v["choices"], list):
-            return {**row, "status": "error", "error": "choices is not a list"}
+        if not isinstance(v["choices"], list) or not all(isinstance(c, str) for c in v["choices"]):
+            return {**row, "status": "error", "error": "choices is not a list of strings"}
         row["choice"] = ",".join(str(c) for c in v["choices"])
         bad = [c for c in v["choices"] if row["task"] == "triage" and c not in TRIAGE_CHOICES]
         if bad:
@@ -474,7 +485,7 @@ def read_import_file(path: Path | str) -> bytes:
     try:
         return read_local(str(path), IMPORT_MAX_BYTES)
     except OSError as e:
-        raise AnnotationImportError(f"cannot read {path}: {e.strerror or e}") from None
+        raise AnnotationImportError(f"cannot read {clip(str(path))}: {e.strerror or e}") from None
 
 
 def parse_json(raw: bytes, path: Path | str) -> Any:

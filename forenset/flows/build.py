@@ -145,6 +145,25 @@ def resource_request(rc: RunnerConfig) -> Any:
 # The BuildControl of each build this process runs, by run URI: flow parameters are recorded
 # as JSON, so the control object (callbacks, stop flag) cannot travel as one.
 _CONTROLS: dict[str, BuildControl] = {}
+STORAGE_FAILED = "cannot write to run directory"
+
+
+class _StorageFailureEcho:
+    """Drops Prefect's log line ``Finished in state Failed('cannot write to run directory …')``
+    (it would print above the CLI's sentence): run_build raises that error and the CLI prints it
+    as its one sentence; the flow run's state keeps the same message for the UI."""
+
+    def filter(self, record: Any) -> bool:
+        msg = record.getMessage()
+        return not (msg.startswith("Finished in state Failed(") and STORAGE_FAILED in msg)
+
+
+def _quiet_storage_failure_echo() -> None:
+    import logging
+
+    flow_runs = logging.getLogger("prefect.flow_runs")  # the flow engine's logger
+    if not any(isinstance(f, _StorageFailureEcho) for f in flow_runs.filters):
+        flow_runs.addFilter(_StorageFailureEcho())
 
 
 async def build_flow_fn(
@@ -179,6 +198,11 @@ async def build_flow_fn(
         return Cancelled(message=str(e))
     except BuildFailed as e:  # one sentence, not a traceback in Prefect's crash report
         return Failed(message=str(e))
+    except OSError as e:  # the run dir cannot be written (a full disk during the export …):
+        # a Failed state with the error, which run_build raises for the CLI's one sentence;
+        # raised from here, Prefect would print its traceback first
+        why = f"{STORAGE_FAILED} {run_uri}: {e.strerror or e}"
+        return Failed(message=why, data=e)
     if result.get("failed"):  # shards failed: the run says Failed, with counts and reasons
         return Failed(message=result["failed"], data=result)
     return result
@@ -389,6 +413,7 @@ def run_build(
     from prefect.exceptions import CancelledRun, FailedRun
 
     try:
+        _quiet_storage_failure_echo()
         reap_server_with_this_process()  # a killed build leaves no orphaned ephemeral API server
         state = run_coroutine(build_flow(run_uri, cfg.resolved(), retry_errors, return_state=True))
         return result_of_state(state)

@@ -29,12 +29,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from forenset.confbase import fingerprint_view
-from forenset.errors import ConfigurationError, ForensetError, resource_exhausted
+from forenset.errors import ConfigurationError, ForensetError, clip, resource_exhausted
 from forenset.schemas.common import TRACE_NAMES, USAGE_FIELDS
 from forenset.store.run_store import RunStore, ShardInfo, fingerprint
 
 # Set (tests do) to make ``to_table`` refuse ok rows that leave an output column out.
 STRICT_ROWS_ENV = "FORENSET_STRICT_ROWS"
+ROW_ERROR_CHARS = 1000  # longest reason an error row keeps (the rest is cut with a marker)
 
 
 class ContractError(ForensetError, RuntimeError):
@@ -330,6 +331,9 @@ class Stage(Generic[C]):
                 missing = sorted(own - r.keys())
                 raise ContractError(f"stage {self.name} left column(s) {missing} out of an ok row")
         clean = [{n: r.get(n) for n in names} for r in rows]
+        for r in clean:  # a reason quoting a 5 MB name is cut here, once, for every stage
+            if isinstance(r.get("error"), str) and len(r["error"]) > ROW_ERROR_CHARS:
+                r["error"] = clip(r["error"], ROW_ERROR_CHARS)
         return pa.Table.from_pylist(clean, schema=self.output_schema)
 
 

@@ -19,7 +19,9 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 150)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}")
+    from forenset.errors import clip
+
+    err.print(f"[bold red]error:[/] {clip(message, 2000)}")  # a 5 MB id is not echoed whole
     raise typer.Exit(code)
 
 

@@ -10,14 +10,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from forenset.errors import ConfigurationError
+from forenset.errors import ConfigurationError, clip
 from forenset.tasks.base import writable
 
 
 def file_digest(path: str) -> str:
     """Content hash of a predictions file (fingerprinted: new predictions recompute)."""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    from forenset.paths import read_local
+
+    try:  # a regular file only: a FIFO named here must not hang the planning
+        return hashlib.sha256(read_local(str(path))).hexdigest()
     except OSError:
         return "unreadable"
 
@@ -82,7 +84,7 @@ def read_predictions(
         data = read_local(str(p))  # a regular file, capped in bytes before decoding
     except OSError as e:
         raise ConfigurationError(
-            f"cannot read the predictions file {path}: {e.strerror or e}"
+            f"cannot read the predictions file {clip(path)}: {e.strerror or e}"
         ) from e
     if p.suffix.lower() == ".zip":  # an XDD challenge submission (forenset.benchmarks.xdd)
         from forenset.benchmarks.xdd.format import XddFormatError, as_predictions

@@ -77,9 +77,9 @@ PROBLEMS: dict[str, tuple[str, str]] = {
     "not_an_annotation": ("annotation is not an object", "annotations are not objects"),
     "wrong_type": (
         "task or annotation has a field of the wrong type (data, annotations, result, "
-        "sample_id, overlap, was_cancelled)",
+        "sample_id, overlap, was_cancelled, lead_time, explanation text)",
         "tasks or annotations have a field of the wrong type (data, annotations, result, "
-        "sample_id, overlap, was_cancelled)",
+        "sample_id, overlap, was_cancelled, lead_time, explanation text)",
     ),
     "unknown_sample": (
         "annotation names a sample_id that is not a fake sample of this run",
@@ -171,7 +171,8 @@ def export_gold(
 
 def _text(results: Any) -> str | None:
     """The explanation of one annotation: the text of its ``explanation`` result(s), joined;
-    None when it has none."""
+    None when it has none. ValueError when a text is not a string (``12345`` is no
+    explanation: gold must be text)."""
     texts: list[str] = []
     found = False
     for res in results if isinstance(results, list) else []:
@@ -182,7 +183,10 @@ def _text(results: Any) -> str | None:
         if raw is None:
             continue
         found = True
-        texts.extend(str(t) for t in (raw if isinstance(raw, list) else [raw]))
+        got = raw if isinstance(raw, list) else [raw]
+        if not all(isinstance(t, str) for t in got):
+            raise ValueError("an explanation text is not a string")
+        texts.extend(got)
     return " ".join(t.strip() for t in texts if t.strip()) if found else None
 
 
@@ -233,15 +237,24 @@ def gold_rows(doc: Any, fakes: set[str], file_hash: str) -> list[dict[str, Any]]
                 rows.append(bad(row, "not_an_annotation"))
                 continue
             cancelled = strict_bool(ann.get("was_cancelled"))
-            if cancelled is None or not isinstance(ann.get("result") or [], list):
+            lead = ann.get("lead_time")
+            if (
+                cancelled is None
+                or not isinstance(ann.get("result") or [], list)
+                or (lead is not None and finite(lead) is None)  # "fast" is no duration
+            ):
                 rows.append(bad(row, "wrong_type"))
                 continue
             row.update(
                 annotator=_annotator(ann.get("completed_by")),
                 created_at=str(ann["created_at"]) if ann.get("created_at") else None,
-                lead_time=finite(ann.get("lead_time")),
+                lead_time=finite(lead),
             )
-            text = _text(ann.get("result"))
+            try:
+                text = _text(ann.get("result"))
+            except ValueError:
+                rows.append(bad(row, "wrong_type"))
+                continue
             row["text"] = text
             if row["sample_id"] not in fakes:
                 rows.append(bad(row, "unknown_sample"))

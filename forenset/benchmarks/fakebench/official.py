@@ -31,13 +31,16 @@ as its answers. Records that cannot be used are error rows with the reason, neve
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from forenset import paths
 from forenset.benchmarks.fakebench import text as fb
+from forenset.errors import clip
 
 QUERY_FILES = {"fakeclass": "FakeClass.json", "fakeclue": "FakeClue.json", "fakeqa": "FakeQA.json"}
 ANSWER_FILES = {t: f"test_{name}" for t, name in QUERY_FILES.items()}
@@ -230,37 +233,41 @@ def dumps(task: str, records: list[dict[str, Any]]) -> str:
 
 
 # -- reading files ------------------------------------------------------------------------------
-def read_records(path: Path) -> list[Any]:
-    """A release file's records (a JSON list, UTF-8); ValueError with one sentence otherwise."""
+# Every file of a release or an answer folder is read under the one read policy
+# (forenset.paths): it must resolve inside its folder, be a regular file and fit the cap; an
+# ``image_id`` must be a plain name inside the image folder (no absolute path, no ``..``).
+MAX_BYTES = paths.DEFAULT_MAX_BYTES
+
+
+def read_records(path: Path, root: Path | None = None) -> list[Any]:
+    """A release file's records (a JSON list, UTF-8) read under the policy of ``root`` (its
+    folder by default); ValueError with one sentence otherwise."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        real = paths.check(str(path), paths.ReadPolicy((str(root or path.parent),)))
+        text = paths.read_text_file(real, MAX_BYTES)
     except OSError as e:
         raise ValueError(f"cannot read {path}: {e.strerror or e}") from e
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 (byte {e.start})") from e
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not JSON (line {e.lineno}: {e.msg})") from e
+    data = paths.json_loads(text, str(path))
     if not isinstance(data, list):
         raise ValueError(f"{path} holds a JSON {type(data).__name__}, not a list of records")
     return data
 
 
 def find_file(folder: Path, name: str) -> Path | None:
-    """``folder/name`` or ``folder/Evaluation/name`` (the repository's layout)."""
+    """``folder/name`` or ``folder/Evaluation/name`` (the repository's layout), whatever it is
+    (:func:`read_records` refuses what is not a regular file inside ``folder``)."""
     for p in (folder / name, folder / "Evaluation" / name):
-        if p.is_file():
+        if os.path.lexists(p):
             return p
     return None
 
 
-def find_image(images: Path, image_id: str) -> Path | None:
+def find_image(images: Path, image_id: Any) -> str | None:
     """An image of the release by id: in the folder itself, its ``fake_images`` /
-    ``real_images``, or under ``FakeBench_images/``."""
-    for sub in ("", *FOLDERS.values(), *(f"{IMAGES}/{f}" for f in FOLDERS.values())):
-        p = images / sub / image_id
-        if p.is_file():
-            return p
-    return None
+    ``real_images``, or under ``FakeBench_images/`` (None: in none of them). InputRefused when
+    the id is no plain name or the file resolves outside ``images``."""
+    subs = ("", *FOLDERS.values(), *(f"{IMAGES}/{f}" for f in FOLDERS.values()))
+    return paths.under(str(images), image_id, subs)
 
 
 def _error(item_id: str, task: str, reason: str, sample_id: str | None = None) -> dict[str, Any]:
@@ -289,13 +296,21 @@ def release_items(
     qdir, idir = Path(queries), Path(images)
     out: list[dict[str, Any]] = []
     blobs: dict[str, str | None] = {}
+    refused: dict[str, str] = {}
     labels: dict[str, str] = {}
     generators: dict[str, str] = {}
 
     def blob(image_id: str) -> str | None:
+        """The image's blob (None: not in the folder, or refused: ``refused`` says why)."""
         if image_id not in blobs:
-            p = find_image(idir, image_id)
-            blobs[image_id] = store.put_blob(p.read_bytes(), ext=_ext(p.name)) if p else None
+            blobs[image_id] = None
+            try:
+                p = find_image(idir, image_id)
+                if p is not None:
+                    data = paths.read_local(p, MAX_BYTES)
+                    blobs[image_id] = store.put_blob(data, ext=_ext(p))
+            except OSError as e:  # InputRefused, or a file that cannot be read
+                refused[image_id] = str(e.strerror or e)
         return blobs[image_id]
 
     recs: dict[str, list[Any]] = {}
@@ -306,7 +321,7 @@ def release_items(
             recs[task] = []
             continue
         try:
-            recs[task] = read_records(p)
+            recs[task] = read_records(p, qdir)
         except ValueError as e:
             out.append(_error(f"{task}/file-unreadable", task, str(e)))
             recs[task] = []
@@ -329,11 +344,16 @@ def release_items(
             return _error(f"{task}/record-{n}", task, f"{where} is not a JSON object")
         if not iid:
             return _error(f"{task}/record-{n}", task, f"{where} has no image_id")
+        why = paths.name_refusal(iid)
+        if why:  # an id no file of the folder can have: the row's id is the record's number
+            return _error(f"{task}/record-{n}", task, f"{where}: image_id refused: {why}")
         if iid in seen:
-            return _error(f"{task}/{iid}#{n}", task, f"{where} repeats image_id {iid}", iid)
+            return _error(f"{task}/{iid}#{n}", task, f"{where} repeats image_id {clip(iid)}", iid)
         seen.add(iid)
         if blob(iid) is None:
-            return _error(f"{task}/{iid}", task, f"{where}: image {iid} is not in {idir}", iid)
+            why = refused.get(iid)
+            reason = f"image refused: {why}" if why else f"image {clip(iid)} is not in {idir}"
+            return _error(f"{task}/{iid}", task, f"{where}: {reason}", iid)
         return iid
 
     seen: set[str] = set()
@@ -458,7 +478,7 @@ def answer_rows(name: str, folder: str, items: Sequence[dict[str, Any]]) -> list
                            "items are unanswered"))  # fmt: skip
             continue
         try:
-            recs = read_records(p)
+            recs = read_records(p, root)
         except ValueError as e:
             out.append(err(f"{task}/file-unreadable", f"{e}: its {task} items are unanswered"))
             continue
@@ -471,10 +491,12 @@ def answer_rows(name: str, folder: str, items: Sequence[dict[str, Any]]) -> list
                 continue
             mine = [i for i in by_image.get(iid, []) if i["task"] == task]
             if not mine:
-                out.append(err(f"{task}/record-{n}", f"{where}: image {iid} has no {task} item"))
+                out.append(
+                    err(f"{task}/record-{n}", f"{where}: image {clip(iid)} has no {task} item")
+                )
                 continue
             if iid in seen:
-                out.append(err(f"{task}/record-{n}", f"{where} repeats image {iid}"))
+                out.append(err(f"{task}/record-{n}", f"{where} repeats image {clip(iid)}"))
                 continue
             seen.add(iid)
             for it in mine:
@@ -507,8 +529,11 @@ def files_digest(folder: str, names: list[str]) -> dict[str, str]:
     out = {}
     for n in names:
         p = find_file(Path(folder), n)
-        try:
-            out[n] = hashlib.sha256(p.read_bytes()).hexdigest() if p else "missing"
+        try:  # a regular file inside the folder only (a FIFO must not hang the planning)
+            real = paths.check(str(p), paths.ReadPolicy((folder,))) if p else None
+            out[n] = (
+                hashlib.sha256(paths.read_local(real, MAX_BYTES)).hexdigest() if real else "missing"
+            )
         except OSError:
             out[n] = "unreadable"
     return out

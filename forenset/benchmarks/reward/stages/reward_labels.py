@@ -29,9 +29,10 @@ from forenset.benchmarks.reward.schemas.reward_labels import SCHEMA
 from forenset.benchmarks.reward.scorers.metrics import CHOICES, majority
 from forenset.benchmarks.reward.scorers.rubric import SIM_MODEL, simulate_annotator
 from forenset.confbase import fingerprint_view
-from forenset.errors import ConfigurationError
+from forenset.errors import ConfigurationError, clip
 from forenset.seeds import rng_for
 from forenset.store.run_store import ShardInfo
+from forenset.strict import finite, strict_bool
 from forenset.tasks.base import ShardSpec, Stage, dumps
 
 SHARD = "labels"
@@ -63,7 +64,7 @@ def read_export(path: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, l
         tasks = json.loads(read_text_file(path))
     except (OSError, ValueError, RecursionError) as e:
         why = "nested too deeply" if isinstance(e, RecursionError) else e
-        raise ConfigurationError(f"cannot read the Label Studio export {path}: {why}") from e
+        raise ConfigurationError(f"cannot read the Label Studio export {clip(path)}: {why}") from e
     if not isinstance(tasks, list):
         raise ConfigurationError(f"{path} is not a Label Studio JSON export (a list of tasks)")
     found: dict[str, list[dict[str, Any]]] = {}
@@ -84,7 +85,11 @@ def read_export(path: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, l
             if not isinstance(ann, dict) or not isinstance(ann.get("result") or [], list):
                 problems.setdefault("bad_record", []).append(str(tid))
                 continue
-            if ann.get("was_cancelled") is True:
+            cancelled = strict_bool(ann.get("was_cancelled"))  # "true" cancels; "nope" is bad
+            if cancelled is None:
+                problems.setdefault("bad_record", []).append(str(tid))
+                continue
+            if cancelled:
                 continue
             picked = [
                 canonical(c)
@@ -96,13 +101,14 @@ def read_export(path: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, l
                 problems.setdefault("bad_choice", []).append(str(tid))
                 continue
             lead = ann.get("lead_time")
+            if lead is not None and finite(lead) is None:  # "fast" must not escape the floor
+                problems.setdefault("bad_lead_time", []).append(str(tid))
+                continue
             found.setdefault(str(tid), []).append(
                 {
                     "annotator": annotator_id(ann.get("completed_by")),
                     "choice": picked[0],
-                    "lead_time": float(lead)
-                    if isinstance(lead, int | float) and not isinstance(lead, bool)
-                    else None,
+                    "lead_time": finite(lead),
                 }
             )
     return found, problems
@@ -162,10 +168,12 @@ class RewardLabels(Stage[RewardConfig]):
             "bad_choice": "annotation(s) do not pick exactly one of First, Second, Tie, Both Bad",
             "unknown_triplet": "task(s) name a triplet this run does not have",
             "bad_record": "task(s) or annotation(s) have a field of the wrong type (data, "
-            "annotations, result must be objects and lists)",
+            "annotations, result must be objects and lists; was_cancelled true or false)",
+            "bad_lead_time": "annotation(s) have a lead_time that is not a number of seconds "
+            "(the minimum-lead-time filter cannot apply)",
         }
         for cls, hits in problems.items():
-            ex = ", ".join(hits[:3]) + (", …" if len(hits) > 3 else "")
+            ex = ", ".join(clip(h, 80) for h in hits[:3]) + (", …" if len(hits) > 3 else "")
             out.append(
                 {
                     "triplet_id": f"label-problem/{cls}",
