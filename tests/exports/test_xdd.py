@@ -329,3 +329,24 @@ def test_a_submission_zip_is_a_file_detectors_predictions_scored_identically(bui
     for k, v in ours.items():  # pred_label is the complex track's answer, given to both tracks
         if k[1] == "complex":
             assert back[k] == pytest.approx(v), k
+
+
+def test_the_readers_follow_the_read_policy(tmp_path):
+    """The shared hostile set on the XDD readers: a FIFO or a folder as the reference, a
+    submission folder whose file is a symlink out: one sentence, nothing read outside."""
+    ref, _ = hand_made(tmp_path)
+    fifo = tmp_path / "ref.fifo"
+    os.mkfifo(fifo)
+    for bad in (fifo, tmp_path):
+        with pytest.raises(xf.XddFormatError, match="cannot read the reference") as e:
+            xf.read_reference(bad)
+        assert "\n" not in str(e.value)
+    secret = tmp_path / "outside" / "secret.jsonl"
+    secret.parent.mkdir()
+    secret.write_text('{"id": "img-000", "pred_label": 1}\n')
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "detection.jsonl").symlink_to(secret)
+    with pytest.raises(xf.XddFormatError, match="refused") as e:
+        xf.read_submission(sub, xf.read_reference(ref))
+    assert "outside" in str(e.value)

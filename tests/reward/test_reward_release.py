@@ -129,7 +129,8 @@ def test_release_tables_follow_the_release_scripts(tmp_path):
     root = write_release(tmp_path / "rel")
     rel = rb.load_release(root)
     assert not rel.errors and sorted(rel.responses) == sorted(
-        f"{p}{m}.json" for p in ("FI", "RI") for m in ("gpt4o", "o3", "qwen2.57B"))
+        f"{p}{m}.json" for p in ("FI", "RI") for m in ("gpt4o", "o3", "qwen2.57B")
+    )
     data = json.loads((root / "data/annotations/benchmark_annotations.json").read_text())
     t = rb.release_tables(rel, IntervalsConfig(resamples=200, seed=1))
     want = ref_accuracy(root)
@@ -221,3 +222,21 @@ def test_a_reward_build_exports_in_the_release_shape_and_reads_back(tmp_path):
     # the release's own Elo on the export equals the transcribed script on the same file
     elo = {r.model: r.elo.value for r in rb.elo_table(rel, IntervalsConfig(resamples=0))}
     assert elo == pytest.approx(ref_elo(data, False))
+
+
+def test_release_files_follow_the_read_policy(tmp_path):
+    """A policy file that is a symlink out of the release, or a FIFO, is an error row."""
+    import os
+
+    root = write_release(tmp_path / "rel")
+    outside = tmp_path / "secret.json"
+    outside.write_text(json.dumps([{"image_id": "x", "answer": "fake"}]))
+    outs = root / "data" / "model_outputs"
+    (outs / "FIleak.json").symlink_to(outside)
+    os.mkfifo(outs / "RIpipe.json")
+    rel = rb.load_release(root)
+    assert "FIleak.json" not in rel.responses and "RIpipe.json" not in rel.responses
+    why = {e["id"]: e["error"] for e in rel.errors}
+    assert "refused" in why["model_outputs/FIleak.json"]
+    assert "refused" in why["model_outputs/RIpipe.json"]
+    assert "FIgpt4o.json" in rel.responses  # the rest is read

@@ -45,6 +45,8 @@ from typing import Any
 
 from forenset.benchmarks.common.scoring.intervals import IntervalsConfig, row_seed, units_bootstrap
 from forenset.benchmarks.reward.scorers.metrics import K_DEFAULT, START, majority
+from forenset.errors import InputRefused
+from forenset.paths import json_loads, read_local, under
 
 CHOICES = {
     "response_1_better": "response_1_better",
@@ -85,18 +87,15 @@ def parse_verdict(answer: Any) -> str | None:
 
 
 def _read(path: Path) -> Any:
-    """A release file's JSON; ValueError with one sentence otherwise."""
+    """A release file's JSON, read under the read policy (a regular file inside the release
+    folder, capped: :mod:`forenset.paths`); ValueError with one sentence otherwise."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise ValueError(f"{path.name} is larger than {MAX_BYTES} bytes")
-        return json.loads(path.read_text(encoding="utf-8"))
+        inside = under(str(path.parent), path.name)
+        return json_loads(read_local(inside or str(path), MAX_BYTES), path.name)
+    except InputRefused as e:
+        raise ValueError(f"{path.name} is refused: {e.reason}") from None
     except OSError as e:
         raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path} is not UTF-8") from None
-    except (json.JSONDecodeError, RecursionError) as e:
-        why = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deep"
-        raise ValueError(f"{path} is not JSON ({why})") from None
 
 
 def _data_dir(folder: Path) -> Path:

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from forenset.errors import ForensetError
+from forenset.errors import ForensetError, InputRefused
+from forenset.paths import read_local, read_text_file, under
 
 DETECTION, COMPLEX, SIMPLE = "detection.jsonl", "complex.jsonl", "simple.jsonl"
 FILES = (DETECTION, COMPLEX, SIMPLE)
@@ -83,13 +84,13 @@ def parse_jsonl(text: str, source: str) -> list[dict[str, Any]]:
 
 def read_reference(path: Path) -> list[dict[str, Any]]:
     """The reference rows, checked as the scorer checks them (non-empty unique string ids) and
-    as scoring needs them (``label`` 0 / 1)."""
+    as scoring needs them (``label`` 0 / 1). Read under the read policy (a regular file,
+    capped: :mod:`forenset.paths`)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise XddFormatError(f"cannot read the reference {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise XddFormatError(f"the reference {path} is not UTF-8") from None
+        text = read_text_file(path)
+    except (OSError, InputRefused) as e:
+        why = e.reason if isinstance(e, InputRefused) else (e.strerror or str(e))
+        raise XddFormatError(f"cannot read the reference {path}: {why}") from None
     rows = parse_jsonl(text, str(path))
     seen: set[str] = set()
     for n, r in enumerate(rows, start=1):
@@ -106,13 +107,14 @@ def read_reference(path: Path) -> list[dict[str, Any]]:
 
 
 def _members(path: Path) -> dict[str, str]:
-    """The submission files' texts from a zip (members matched by base name) or a folder."""
+    """The submission files' texts from a zip (members matched by base name) or a folder, read
+    under the read policy: a regular file, capped; a folder's files inside the folder."""
     out: dict[str, str] = {}
     try:
         if path.is_file():
             if path.suffix.lower() != ".zip":
                 raise XddFormatError(f"{path} is not a submission zip")
-            with zipfile.ZipFile(path) as z:
+            with zipfile.ZipFile(io.BytesIO(read_local(str(path)))) as z:
                 names = [n for n in z.namelist() if not n.endswith("/")]
                 for want in FILES:
                     hits = [n for n in names if PurePosixPath(n).name == want]
@@ -124,18 +126,23 @@ def _members(path: Path) -> dict[str, str]:
                         out[want] = z.read(hits[0]).decode("utf-8")
             return out
         if not path.is_dir():
-            raise XddFormatError(f"the submission {path} does not exist")
+            raise XddFormatError(f"the submission {path} does not exist or is not a file")
         for want in FILES:
             found = sorted(f for f in path.rglob(want) if f.is_file())
             if len(found) > 1:
                 raise XddFormatError(f"the submission folder holds {len(found)} {want} files")
             if found:
-                out[want] = found[0].read_text(encoding="utf-8")
+                inside = under(str(path), found[0].relative_to(path).as_posix())
+                out[want] = read_text_file(inside or str(found[0]))
         return out
     except zipfile.BadZipFile:
         raise XddFormatError(f"{path} is not a readable zip") from None
     except UnicodeDecodeError:
         raise XddFormatError(f"the submission files in {path} must be UTF-8") from None
+    except InputRefused as e:
+        raise XddFormatError(f"the submission {path} is refused: {e.reason}") from None
+    except OSError as e:
+        raise XddFormatError(f"cannot read the submission {path}: {e.strerror or e}") from None
 
 
 def _aliases(sample_id: str) -> tuple[str, ...]:
