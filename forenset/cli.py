@@ -83,6 +83,75 @@ def _arm_force_quit(progress: Progress, run_uri: str) -> None:
     signal.signal(signal.SIGINT, quit_now)
 
 
+def stage_tables(
+    out: Console, columns: tuple[str, ...], rows: list[list[str]], title: str | None = None
+) -> list[Table]:
+    """The stage table as one Rich table when it fits ``out``'s width, else stacked: several
+    tables, each repeating the stage column, so that no stage name and no number is cut."""
+    from rich import box
+    from rich.measure import Measurement
+
+    def make(cols: list[int], with_title: bool) -> Table:
+        t = Table(title=title if with_title else None, box=box.SIMPLE_HEAD, pad_edge=False)
+        for i in cols:
+            t.add_column(columns[i], justify="left" if i == 0 else "right", no_wrap=True)
+        for r in rows:
+            t.add_row(*(r[i] for i in cols))
+        return t
+
+    def width(cols: list[int]) -> int:
+        wide = out.options.update_width(10_000)
+        return Measurement.get(out, wide, make(cols, False)).maximum
+
+    groups: list[list[int]] = [[0]]
+    for i in range(1, len(columns)):
+        if len(groups[-1]) > 1 and width([*groups[-1], i]) > out.width:
+            groups.append([0])
+        groups[-1].append(i)
+    return [make(g, k == 0) for k, g in enumerate(groups)]
+
+
+def print_build_summary(out: Console, stats: dict[str, dict], run_uri: str) -> None:
+    """The per-stage table of a build (stacked where ``out`` is narrow); stages with nothing
+    planned and no rows folded into one line each ("12 benchmark stages not enabled")."""
+    from forenset.stages import fold_idle, gate_names
+
+    gates = set(gate_names())  # the stages that keep or discard candidates (Stage.gate)
+    idle = {n for n, s in stats.items() if not s["planned"] and not s["rows"]}
+    shown, folded = fold_idle(list(stats), idle)
+    rows = [
+        [
+            name,
+            str(s["planned"]),
+            str(s["run"]),
+            str(s["skipped"]),
+            str(s["failed"]),
+            str(s["rows"]),
+            str(s["ok"]),
+            str(s["error"]),
+            str(s["kept"]) if name in gates else "",
+            str(s["discarded"]) if name in gates else "",
+            f"{s['seconds']:.1f}",
+        ]
+        for name, s in ((n, stats[n]) for n in shown)
+    ]
+    cols = ("stage", "shards", "run", "skipped", "failed", "rows", "ok", "error", "kept")
+    for table in stage_tables(
+        out, (*cols, "discarded", "seconds"), rows, f"forenset build — {run_uri}"
+    ):
+        out.print(table)
+    for line in folded:
+        out.print(line)
+
+
+def export_line(run_uri: str, exp: dict, seconds: float) -> str:
+    """``Export: <run dir as given, scheme kept>/exports/parquet — train 12, validation 3, ...``"""
+    where = f"{run_uri.rstrip('/')}/exports/parquet"
+    counts = ", ".join(f"{k} {v}" for k, v in (exp.get("counts") or {}).items()) or "no rows"
+    partial = " (partial)" if exp.get("partial") else ""
+    return f"Export: {where}{partial}: {counts} ({seconds:.1f}s)"
+
+
 def _progress_every_s() -> float:
     """Seconds between progress lines when output is not a terminal (and in the run log)."""
     try:
@@ -212,39 +281,7 @@ def build(
                 code=130,
             )
     stats = result["stages"]
-    table = Table(title=f"forenset build — {run_uri}")
-    for col in (
-        "stage",
-        "shards",
-        "run",
-        "skipped",
-        "failed",
-        "rows",
-        "ok",
-        "error",
-        "kept",
-        "discarded",
-        "seconds",
-    ):
-        table.add_column(col, justify="left" if col == "stage" else "right")
-    from forenset.stages import gate_names
-
-    gates = set(gate_names())  # the stages that keep or discard candidates (Stage.gate)
-    for name, s in stats.items():
-        table.add_row(
-            name,
-            str(s["planned"]),
-            str(s["run"]),
-            str(s["skipped"]),
-            str(s["failed"]),
-            str(s["rows"]),
-            str(s["ok"]),
-            str(s["error"]),
-            str(s["kept"]) if name in gates else "",
-            str(s["discarded"]) if name in gates else "",
-            f"{s['seconds']:.1f}",
-        )
-    console.print(table)
+    print_build_summary(console, stats, run_uri)
     ran = sum(s["run"] for s in stats.values())
     exp = result["export"]
     if ran == 0 and exp.get("skipped"):
@@ -253,7 +290,7 @@ def build(
         )
     elif ran:
         console.print(f"Ran {ran} shards in {result['tasks']} Prefect tasks.")
-    console.print(f"Export: {exp['path']} {exp['counts']}  ({time.perf_counter() - t0:.1f}s)")
+    console.print(export_line(run_uri, exp, time.perf_counter() - t0))
     failures = [f for s in stats.values() for f in s["failures"]]
     if failures:
         for f in failures[:10]:
@@ -360,12 +397,11 @@ def status(
     live = status_ != "complete"  # manifests are the last complete view; the disk is now
     if status_ == "failed":
         console.print(f"[red]why:[/] {state.get('message') or 'see the failed shards below'}")
-    table = Table()
     cols = ("stage", "shards done", "pending", "failed", "rows", "ok", "error", "kept", "discarded")
-    for col in cols:
-        table.add_column(col, justify="left" if col == "stage" else "right")
     reasons: list[str] = []
     gates = [g for g in gate_tables(store) if g in names]
+    rows: list[list[str]] = []
+    idle: set[str] = set()
     for name in names:
         shards = store.manifest(name)
         st = state.get("stages", {}).get(name, {})
@@ -375,18 +411,29 @@ def status(
         c = {
             k: sum(x.counts.get(k, 0) for x in shards) for k in ("ok", "error", "kept", "discarded")
         }
-        table.add_row(
-            name,
-            str(done),
-            str(pending),
-            str(st.get("failed", 0) if live else 0),
-            str(sum(x.rows for x in shards)),
-            str(c["ok"]),
-            str(c["error"]),
-            str(c["kept"]) if name in gates else "",
-            str(c["discarded"]) if name in gates else "",
+        n_rows = sum(x.rows for x in shards)
+        if not (done or pending or n_rows or st.get("planned") or st.get("failed")):
+            idle.add(name)
+        rows.append(
+            [
+                name,
+                str(done),
+                str(pending),
+                str(st.get("failed", 0) if live else 0),
+                str(n_rows),
+                str(c["ok"]),
+                str(c["error"]),
+                str(c["kept"]) if name in gates else "",
+                str(c["discarded"]) if name in gates else "",
+            ]
         )
-    console.print(table)
+    from forenset.stages import fold_idle
+
+    shown, folded = fold_idle(list(names), idle)
+    for table in stage_tables(console, cols, [r for r in rows if r[0] in shown]):
+        console.print(table)
+    for line in folded:
+        console.print(line)
     if live and any(state.get("stages", {}).get(n, {}).get("planned") for n in names):
         console.print("rows, ok and error count the last complete build (manifests)")
     for r in reasons[:10]:

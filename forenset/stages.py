@@ -87,6 +87,26 @@ def stage_names() -> list[str]:
     return [c.name for c in stage_classes()]
 
 
+def is_benchmark_stage(name: str) -> bool:
+    """Whether ``name`` belongs to a benchmark family (opt-in from config), by its import path:
+    no stage code is imported."""
+    return targets().get(name, "").startswith("forenset.benchmarks.")
+
+
+def fold_idle(names: list[str], idle: set[str]) -> tuple[list[str], list[str]]:
+    """The stages to show as rows (``names`` less the idle ones) and one line per group of
+    idle stages (no shards planned, none committed): "12 benchmark stages not enabled" for the
+    opt-in ones, the others by name ("nothing to do: scenarios, prompts")."""
+    bench = [n for n in names if n in idle and is_benchmark_stage(n)]
+    other = [n for n in names if n in idle and n not in bench]
+    lines = []
+    if bench:
+        lines.append(f"{len(bench)} benchmark stage{'s' if len(bench) > 1 else ''} not enabled")
+    if other:
+        lines.append(f"nothing to do: {', '.join(other)}")
+    return [n for n in names if n not in idle], lines
+
+
 def table_names() -> list[str]:
     """Every table a run can hold: the stages in DAG order, then the non-stage tables."""
     return [*stage_names(), *NON_STAGE_TABLES]

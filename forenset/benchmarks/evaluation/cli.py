@@ -123,9 +123,9 @@ def import_gold_(
         typer.Option(help="YAML of an llm: pool (LLMSettings) for the agreement's evaluator."),
     ] = None,
 ) -> None:
-    """Store human gold explanations as ``gold_references``; print each problem class with its
-    count and the inter-annotator agreement (EntityScore / EvidenceScore by the ``--evaluator``
-    model, else by the offline phrase matcher)."""
+    """Store human gold explanations as the gold_references table; print each problem class
+    with its count and the inter-annotator agreement (EntityScore / EvidenceScore by the
+    --evaluator model, else by the offline phrase matcher)."""
     from forenset.benchmarks.evaluation.gold import import_gold
     from forenset.benchmarks.evaluation.report import gold_agreement
     from forenset.exports.labelstudio import AnnotationImportError

@@ -1,0 +1,93 @@
+"""What a user reads: the build summary at 80 columns, the export line, help text (no build)."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+from rich.console import Console
+
+from forenset import cli
+from forenset.stages import BUILTIN, is_benchmark_stage, stage_names
+
+
+def stats_of(active: set[str], big: bool = False) -> dict[str, dict]:
+    """A build's per-stage stats: ``active`` stages did work (large counts with ``big``), the
+    others planned nothing."""
+    n = 123_456 if big else 12
+    out = {}
+    for name in stage_names():
+        on = name in active
+        out[name] = {
+            "planned": 1280 if on else 0,
+            "run": 1280 if on else 0,
+            "skipped": 0,
+            "failed": 3 if on else 0,
+            "rows": n if on else 0,
+            "ok": n - n // 10 if on else 0,
+            "error": n // 10 if on else 0,
+            "kept": 100_000 if on else 0,
+            "discarded": 23_456 if on else 0,
+            "seconds": 1234.5 if on else 0.0,
+            "failures": [],
+        }
+    return out
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_build_summary_fits_80_columns_with_every_stage_name_whole(big):
+    construction = {n for n in stage_names() if not is_benchmark_stage(n)}
+    active = construction | {"reward_responses", "fakebench_answers", "eval_scores"}
+    out = Console(width=80, record=True, color_system=None)
+    cli.print_build_summary(out, stats_of(active, big), "s3://ml-datasets/runs/a-long-run-name")
+    text = out.export_text()
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    words = {w for line in lines for w in line.split()}
+    assert active <= words, active - words  # each stage name whole, once per stacked table
+    assert "…" not in text  # no number and no name cut
+    for v in ("123456" if big else "12", "1234.5", "1280"):
+        assert v in words
+    n_off = sum(1 for n in BUILTIN if is_benchmark_stage(n)) - 3
+    assert f"{n_off} benchmark stages not enabled" in text
+    assert not any(w in words for w in ("reward_images", "fakebench_items", "eval_sets"))
+
+
+def test_build_summary_on_a_wide_terminal_is_one_table():
+    out = Console(width=150, record=True, color_system=None)
+    cli.print_build_summary(out, stats_of({"sources", "candidates"}), "/tmp/run")
+    text = out.export_text()
+    assert text.count("stage ") == 1 and "discarded" in text
+    # scenarios and prompts are construction stages: named, not called "not enabled"
+    assert "12 benchmark stages not enabled" in text
+    assert "nothing to do: captions" in text
+
+
+def test_export_line_keeps_the_scheme_and_reads_counts():
+    exp = {"counts": {"train": 12, "validation": 3, "test": 4}, "path": "ml-datasets/x"}
+    line = cli.export_line("s3://ml-datasets/run/", exp, 5.04)
+    assert (
+        line
+        == "Export: s3://ml-datasets/run/exports/parquet: train 12, validation 3, test 4 (5.0s)"
+    )
+    assert "{" not in cli.export_line("/tmp/r", {"counts": {}, "partial": True}, 1)
+
+
+def commands():
+    cli._mount_subapps()
+    root = typer.main.get_command(cli.app)
+
+    def walk(cmd, path):
+        yield " ".join(path), cmd
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            yield from walk(sub, [*path, name])
+
+    return list(walk(root, ["forenset"]))
+
+
+def test_help_text_has_no_rst_markup():
+    found = []
+    for path, cmd in commands():
+        texts = [cmd.help or "", cmd.short_help or ""]
+        texts += [getattr(p, "help", None) or "" for p in cmd.params]
+        found += [(path, t) for t in texts if "``" in t or ":func:" in t or ":class:" in t]
+    assert not found
