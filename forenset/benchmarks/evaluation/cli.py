@@ -34,6 +34,7 @@ def eval_(
     from forenset.benchmarks.evaluation.report import (
         agreement_line,
         gold_agreement,
+        per_class,
         robustness,
         table5,
     )
@@ -52,6 +53,15 @@ def eval_(
         console.print("models: " + "; ".join(t5.models), markup=False)
     for line in t5.notes():
         console.print(line, markup=False)
+    pc = per_class(connect(store, ["eval_scores"]))
+    if pc is not None:
+        _print(
+            pc.headers,
+            pc.rows,
+            "Per-class accuracy (%): reals and the fakes of each generator family, "
+            "[95 % bootstrap interval] (n)",
+            left=3,
+        )
     ag = gold_agreement(store)
     if ag is not None:
         console.print(agreement_line(ag), markup=False)
