@@ -27,10 +27,7 @@ def eval_(
     OOD), each with n and its 95 % bootstrap interval; degenerate sets say "not meaningful"."""
     store = open_run(run_dir)
     if not store.manifest("eval_scores"):
-        fail(
-            f"{run_dir} has no eval_scores: build it with evaluation.enabled and a detector",
-            code=1,
-        )
+        fail(f"{run_dir} has no eval_scores: build it with evaluation.enabled and a detector")
     from forenset.benchmarks.evaluation.report import (
         agreement_line,
         gold_agreement,
@@ -42,7 +39,7 @@ def eval_(
 
     t5 = table5(connect(store, ["eval_scores"]))
     if t5 is None:
-        fail(f"{run_dir} has an eval_scores table without scores of a whole set", code=1)
+        fail(f"{run_dir} has an eval_scores table without scores of a whole set")
     _print(
         t5.headers,
         t5.rows,
@@ -106,7 +103,7 @@ def export_gold_(
 
     store = open_run(run_dir)
     if not store.manifest("splits"):
-        fail(f"{run_dir} has no splits yet: run `forenset build` first", code=1)
+        fail(f"{run_dir} has no splits yet: run `forenset build` first")
     try:
         dest = out or default_out(store, "labelstudio-gold")
     except ValueError as e:
