@@ -152,6 +152,37 @@ def export_line(run_uri: str, exp: dict, seconds: float) -> str:
     return f"Export: {where}{partial}: {counts} ({seconds:.1f}s)"
 
 
+def _exit_on_sigint(code: int) -> None:
+    """From here on a Ctrl-C ends the process with ``code``, the exit code of the build's final
+    state (state.json is written, the export too): an interrupt while the summary prints or
+    Prefect shuts down must not turn a complete build into exit 130. The ephemeral API server
+    is stopped by its watchdog when this process ends (forenset.flows.ephemeral)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def done(signum: int, frame: object) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    signal.signal(signal.SIGINT, done)
+
+
+def _completed_anyway(run_uri: str, cfg, retry_errors: bool) -> None:
+    """A Ctrl-C that arrived once every shard and the export were done (the flow run was
+    still closing): the build is complete, so say so and exit 0, as ``status`` will."""
+    n = _nothing_to_do(run_uri, cfg, retry_errors)
+    if n is not None:
+        console.print(
+            f"Interrupted after the build completed: all {n} shards and the export are up to "
+            f"date ({run_uri})."
+        )
+        raise typer.Exit(0)
+
+
 def _progress_every_s() -> float:
     """Seconds between progress lines when output is not a terminal (and in the run log)."""
     try:
@@ -164,6 +195,31 @@ def _quiet_prefect() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    one_message_per_event()
+
+
+class _FinalStateEcho:
+    """A logging filter: drops Prefect's ``Finished in state Failed(...)`` / ``Cancelled(...)``
+    lines of flow and task runs. The CLI reports how a build ended in its own sentence (what
+    to fix, exit code), so Prefect's copy of the same message would only say it twice."""
+
+    def filter(self, record: object) -> bool:
+        import logging
+
+        assert isinstance(record, logging.LogRecord)
+        return not (
+            record.levelno >= logging.ERROR and str(record.msg).startswith("Finished in state ")
+        )
+
+
+def one_message_per_event() -> None:
+    """Install :class:`_FinalStateEcho` on Prefect's flow-run and task-run loggers (once)."""
+    import logging
+
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _FinalStateEcho) for f in logger.filters):
+            logger.addFilter(_FinalStateEcho())
 
 
 def _nothing_to_do(run_uri: str, cfg, retry_errors: bool) -> int | None:
@@ -271,16 +327,20 @@ def build(
             where = f" ({e.filename})" if getattr(e, "filename", None) else ""
             fail(f"cannot write to run directory {run_uri}{where}: {e.strerror or e}")
         except BuildInterrupted as e:  # running shards committed; nothing partial is visible
+            _completed_anyway(run_uri, cfg, retry_errors)
             fail(f"{e} (run directory {run_uri})", code=130)
         except BuildFailed as e:  # a configuration problem every shard of a stage would hit
             fail(f"build stopped: {e}", code=1)
         except KeyboardInterrupt:  # Ctrl-C before the flow started, or outside the main thread
+            _completed_anyway(run_uri, cfg, retry_errors)
             fail(
                 f"build interrupted: committed shards in {run_uri} are kept; "
                 "run the same command to resume",
                 code=130,
             )
     stats = result["stages"]
+    failures = [f for s in stats.values() for f in s["failures"]]
+    _exit_on_sigint(1 if failures else 0)  # the build's state is final: Ctrl-C changes nothing
     print_build_summary(console, stats, run_uri)
     ran = sum(s["run"] for s in stats.values())
     exp = result["export"]
@@ -291,7 +351,6 @@ def build(
     elif ran:
         console.print(f"Ran {ran} shards in {result['tasks']} Prefect tasks.")
     console.print(export_line(run_uri, exp, time.perf_counter() - t0))
-    failures = [f for s in stats.values() for f in s["failures"]]
     if failures:
         for f in failures[:10]:
             err.print(f"[red]failed shard[/] {f}")
