@@ -91,3 +91,28 @@ def test_help_text_has_no_rst_markup():
         texts += [getattr(p, "help", None) or "" for p in cmd.params]
         found += [(path, t) for t in texts if "``" in t or ":func:" in t or ":class:" in t]
     assert not found
+
+
+def test_a_local_dask_cluster_is_quiet_unless_something_is_wrong(monkeypatch):
+    import logging
+
+    from forenset.flows import build
+
+    monkeypatch.delenv("DASK_LOGGING__DISTRIBUTED", raising=False)
+    dist = logging.getLogger("distributed")
+    monkeypatch.setattr(dist, "level", logging.INFO)
+    build.quiet_dask()
+    assert dist.level == logging.WARNING  # no INFO lines, here or in the workers it starts
+    import os
+
+    assert os.environ["DASK_LOGGING__DISTRIBUTED"] == "warning"
+    monkeypatch.setenv("DASK_LOGGING__DISTRIBUTED", "debug")  # a user's own setting wins
+    build.quiet_dask()
+    assert dist.level == logging.DEBUG
+    nanny = logging.getLogger("distributed.nanny")
+    monkeypatch.setattr(nanny, "level", logging.NOTSET)
+    quiet, restore = build.close_chatter()
+    quiet()  # while the cluster closes: "Worker process still alive ..., killing" is not shown
+    assert not nanny.isEnabledFor(logging.WARNING) and nanny.isEnabledFor(logging.ERROR)
+    restore()
+    assert nanny.level == logging.NOTSET
