@@ -144,12 +144,13 @@ def print_build_summary(out: Console, stats: dict[str, dict], run_uri: str) -> N
         out.print(line)
 
 
-def export_line(run_uri: str, exp: dict, seconds: float) -> str:
+def export_line(run_uri: str, exp: dict, seconds: float | None = None) -> str:
     """``Export: <run dir as given, scheme kept>/exports/parquet — train 12, validation 3, ...``"""
     where = f"{run_uri.rstrip('/')}/exports/parquet"
     counts = ", ".join(f"{k} {v}" for k, v in (exp.get("counts") or {}).items()) or "no rows"
     partial = " (partial)" if exp.get("partial") else ""
-    return f"Export: {where}{partial}: {counts} ({seconds:.1f}s)"
+    took = "" if seconds is None else f" ({seconds:.1f}s)"
+    return f"Export: {where}{partial}: {counts}{took}"
 
 
 def _exit_on_sigint(code: int) -> None:
@@ -428,10 +429,12 @@ def split(
     except OSError as e:
         fail(f"cannot write to run directory {run_dir}: {e.strerror or e}")
     ran = {k: v["run"] for k, v in result["stages"].items() if v["run"]}
-    console.print(
-        f"Splits regenerated: holdout={sp_cfg.holdout_families} fractions={dict(sp_cfg.fractions)}"
-    )
-    console.print(f"Shards recomputed: {ran or 'none'}; export {result['export']['counts']}")
+    holdout_ = ", ".join(sp_cfg.holdout_families) or "none"
+    fractions_ = ", ".join(f"{k} {v:g}" for k, v in sp_cfg.fractions.items())
+    console.print(f"Splits regenerated: holdout {holdout_}; fractions {fractions_}")
+    recomputed = ", ".join(f"{k} {v}" for k, v in ran.items()) or "none"
+    console.print(f"Shards recomputed: {recomputed}")
+    console.print(export_line(run_dir, result["export"]))
 
 
 @app.command()

@@ -116,3 +116,21 @@ def test_a_local_dask_cluster_is_quiet_unless_something_is_wrong(monkeypatch):
     assert not nanny.isEnabledFor(logging.WARNING) and nanny.isEnabledFor(logging.ERROR)
     restore()
     assert nanny.level == logging.NOTSET
+
+
+def test_prefect_does_not_echo_the_final_state_the_cli_reports():
+    import logging
+
+    cli.one_message_per_event()
+    cli.one_message_per_event()  # idempotent: one filter per logger
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logger = logging.getLogger(name)
+        assert sum(isinstance(f, cli._FinalStateEcho) for f in logger.filters) == 1
+
+        def passes(level: int, msg: str, logger=logger, name=name) -> bool:
+            return bool(logger.filter(logging.LogRecord(name, level, __file__, 1, msg, (), None)))
+
+        assert not passes(logging.ERROR, "Finished in state Cancelled('build interrupted')")
+        assert not passes(logging.ERROR, "Finished in state Failed('stage captions: ...')")
+        assert passes(logging.ERROR, "Task run crashed: boom")  # anything else still shows
+        assert passes(logging.INFO, "Finished in state Completed()")
