@@ -62,3 +62,24 @@ def test_an_interrupt_of_an_incomplete_build_stays_130(built, tmp_path):
     store.write_json("state.json", {**store.read_json("state.json"), "status": "interrupted"})
     cli._completed_anyway(store.uri, cfg, False)  # returns: the caller then fails with 130
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_status_fits_80_columns_and_folds_the_stages_not_enabled(built, monkeypatch):
+    from rich.console import Console
+    from typer.testing import CliRunner
+
+    from forenset import cli
+
+    store, _ = built
+    narrow = Console(width=80, record=True, color_system=None)
+    monkeypatch.setattr(cli, "console", narrow)
+    res = CliRunner().invoke(cli.app, ["status", store.uri])
+    assert res.exit_code == 0, res.output
+    text = narrow.export_text()
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in text
+    words = {w for line in lines for w in line.split()}
+    # the shared build enables evaluation and FakeBench, not the reward family
+    assert {"sources", "explanations", "eval_scores", "fakebench_answers"} <= words
+    assert "6 benchmark stages not enabled" in text
+    assert not any(w.startswith("reward_") for w in words)
