@@ -111,6 +111,12 @@ def stage_tables(
     return [make(g, k == 0) for k, g in enumerate(groups)]
 
 
+BUILD_COLUMNS = (
+    "stage", "shards", "run", "skipped", "failed", "rows", "ok", "error", "kept", "discarded",
+    "seconds",
+)  # fmt: skip
+
+
 def print_build_summary(out: Console, stats: dict[str, dict], run_uri: str) -> None:
     """The per-stage table of a build (stacked where ``out`` is narrow); stages with nothing
     planned and no rows folded into one line each ("12 benchmark stages not enabled")."""
@@ -135,17 +141,15 @@ def print_build_summary(out: Console, stats: dict[str, dict], run_uri: str) -> N
         ]
         for name, s in ((n, stats[n]) for n in shown)
     ]
-    cols = ("stage", "shards", "run", "skipped", "failed", "rows", "ok", "error", "kept")
-    for table in stage_tables(
-        out, (*cols, "discarded", "seconds"), rows, f"forenset build — {run_uri}"
-    ):
+    title = f"forenset build — {run_uri}"
+    for table in stage_tables(out, BUILD_COLUMNS, rows, title):
         out.print(table)
     for line in folded:
         out.print(line)
 
 
 def export_line(run_uri: str, exp: dict, seconds: float | None = None) -> str:
-    """``Export: <run dir as given, scheme kept>/exports/parquet — train 12, validation 3, ...``"""
+    """``Export: <run dir as given, scheme kept>/exports/parquet: train 12, validation 3, ...``"""
     where = f"{run_uri.rstrip('/')}/exports/parquet"
     counts = ", ".join(f"{k} {v}" for k, v in (exp.get("counts") or {}).items()) or "no rows"
     partial = " (partial)" if exp.get("partial") else ""
