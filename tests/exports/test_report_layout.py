@@ -311,3 +311,21 @@ def test_report_folds_idle_stages_and_does_not_repeat_the_discard_table(built):
     assert "discard by generator" not in stats and "salience histogram" not in stats
     assert text.count("<h3>by generator</h3>") == 1
     assert "category evidence" in stats and "judge contradicts pixels" in stats
+
+
+@pytest.mark.parametrize("n", [3, 6, len(OPS)])
+def test_robustness_chart_labels_never_overlap(n):
+    import matplotlib.pyplot as plt
+
+    from forenset.benchmarks.evaluation.report import grouped_bars
+
+    groups = ["clean (0x)", *OPS][:n]
+    series = {
+        "forensic/simple ID": dict.fromkeys(groups, 50.0),
+        "forensic/complex OOD": dict.fromkeys(groups, 40.0),
+    }
+    fig = grouped_bars(series, "Accuracy (%) per perturbation family", "family")
+    try:
+        assert overlaps(fig) == []
+    finally:
+        plt.close(fig)

@@ -205,7 +205,10 @@ def grouped_bars(series: dict[str, dict[str, float]], title: str, xlabel: str) -
         xs = [j + i * width for j, x in enumerate(labels) if x in values]
         ax.bar(xs, [values[x] for x in labels if x in values], width, label=name)
     ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(labels))])
-    ax.set_xticklabels(labels, rotation=30 if len(labels) > 4 else 0)
+    # upright labels where many or long ones would run into each other (a slanted label's box
+    # is wide; an upright one is one line high, and each group is 0.9 in wide)
+    upright = len(labels) > 4 or any(len(str(x)) > 8 for x in labels)
+    ax.set_xticklabels(labels, rotation=90 if upright else 0)
     ax.set_ylim(0, 100)
     ax.set_ylabel("accuracy %")
     ax.set_xlabel(xlabel)
