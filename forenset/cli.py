@@ -124,7 +124,8 @@ def print_build_summary(out: Console, stats: dict[str, dict], run_uri: str) -> N
 
     gates = set(gate_names())  # the stages that keep or discard candidates (Stage.gate)
     idle = {n for n, s in stats.items() if not s["planned"] and not s["rows"]}
-    shown, folded = fold_idle(list(stats), idle)
+    complete = not any(s["failed"] for s in stats.values())
+    shown, folded = fold_idle(list(stats), idle, complete)
     rows = [
         [
             name,
@@ -495,7 +496,7 @@ def status(
         )
     from forenset.stages import fold_idle
 
-    shown, folded = fold_idle(list(names), idle)
+    shown, folded = fold_idle(list(names), idle, complete=not live)
     for table in stage_tables(console, cols, [r for r in rows if r[0] in shown]):
         console.print(table)
     for line in folded:

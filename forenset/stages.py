@@ -93,17 +93,22 @@ def is_benchmark_stage(name: str) -> bool:
     return targets().get(name, "").startswith("forenset.benchmarks.")
 
 
-def fold_idle(names: list[str], idle: set[str]) -> tuple[list[str], list[str]]:
+def fold_idle(
+    names: list[str], idle: set[str], complete: bool = True
+) -> tuple[list[str], list[str]]:
     """The stages to show as rows (``names`` less the idle ones) and one line per group of
     idle stages (no shards planned, none committed): "12 benchmark stages not enabled" for the
-    opt-in ones, the others by name ("nothing to do: scenarios, prompts")."""
+    opt-in ones, the others by name ("no shards planned: scenarios, prompts": a stage with
+    no input in this config, or one an incomplete build has not reached). ``complete``: the
+    build ran to its end, so an idle benchmark stage is one the config does not enable."""
     bench = [n for n in names if n in idle and is_benchmark_stage(n)]
     other = [n for n in names if n in idle and n not in bench]
     lines = []
     if bench:
-        lines.append(f"{len(bench)} benchmark stage{'s' if len(bench) > 1 else ''} not enabled")
+        n = f"{len(bench)} benchmark stage{'s' if len(bench) > 1 else ''}"
+        lines.append(f"{n} not enabled" if complete else f"{n} not enabled or not reached yet")
     if other:
-        lines.append(f"nothing to do: {', '.join(other)}")
+        lines.append(f"no shards planned: {', '.join(other)}")
     return [n for n in names if n not in idle], lines
 
 

@@ -146,7 +146,9 @@ def counts_section(store: RunStore, con: Any) -> str:
         for s in shards:
             c.update(s.counts)
         rows.append([name, len(shards), sum(s.rows for s in shards), c["ok"], c["error"]])
-    shown, folded = fold_idle(names, {str(r[0]) for r in rows if not r[1] and not r[2]})
+    state = store.read_json("state.json", default={}) or {}
+    complete = state.get("status") == "complete"
+    shown, folded = fold_idle(names, {str(r[0]) for r in rows if not r[1] and not r[2]}, complete)
     out = "<h2>Counts per stage</h2>" + table(
         ["stage", "shards", "rows", "ok", "error"], [r for r in rows if r[0] in shown]
     )

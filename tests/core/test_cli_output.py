@@ -59,7 +59,7 @@ def test_build_summary_on_a_wide_terminal_is_one_table():
     assert text.count("stage ") == 1 and "discarded" in text
     # scenarios and prompts are construction stages: named, not called "not enabled"
     assert "12 benchmark stages not enabled" in text
-    assert "nothing to do: captions" in text
+    assert "no shards planned: captions" in text
 
 
 def test_export_line_keeps_the_scheme_and_reads_counts():
@@ -134,3 +134,17 @@ def test_prefect_does_not_echo_the_final_state_the_cli_reports():
         assert not passes(logging.ERROR, "Finished in state Failed('stage captions: ...')")
         assert passes(logging.ERROR, "Task run crashed: boom")  # anything else still shows
         assert passes(logging.INFO, "Finished in state Completed()")
+
+
+def test_idle_stages_of_an_incomplete_build_are_not_called_disabled():
+    from forenset.stages import fold_idle
+
+    names = ["sources", "verdicts", "eval_sets", "reward_images"]
+    idle = {"verdicts", "eval_sets", "reward_images"}
+    assert fold_idle(names, idle) == (
+        ["sources"],
+        ["2 benchmark stages not enabled", "no shards planned: verdicts"],
+    )
+    assert fold_idle(names, idle, complete=False)[1][0] == (
+        "2 benchmark stages not enabled or not reached yet"
+    )
