@@ -85,6 +85,112 @@ def _arm_force_quit(progress: Progress, run_uri: str) -> None:
     signal.signal(signal.SIGINT, quit_now)
 
 
+def stage_tables(
+    out: Console, columns: tuple[str, ...], rows: list[list[str]], title: str | None = None
+) -> list[Table]:
+    """The stage table as one Rich table when it fits ``out``'s width, else stacked: several
+    tables, each repeating the stage column, so that no stage name and no number is cut."""
+    from rich import box
+    from rich.measure import Measurement
+
+    def make(cols: list[int], with_title: bool) -> Table:
+        t = Table(title=title if with_title else None, box=box.SIMPLE_HEAD, pad_edge=False)
+        for i in cols:
+            t.add_column(columns[i], justify="left" if i == 0 else "right", no_wrap=True)
+        for r in rows:
+            t.add_row(*(r[i] for i in cols))
+        return t
+
+    def width(cols: list[int]) -> int:
+        wide = out.options.update_width(10_000)
+        return Measurement.get(out, wide, make(cols, False)).maximum
+
+    groups: list[list[int]] = [[0]]
+    for i in range(1, len(columns)):
+        if len(groups[-1]) > 1 and width([*groups[-1], i]) > out.width:
+            groups.append([0])
+        groups[-1].append(i)
+    return [make(g, k == 0) for k, g in enumerate(groups)]
+
+
+BUILD_COLUMNS = (
+    "stage", "shards", "run", "skipped", "failed", "rows", "ok", "error", "kept", "discarded",
+    "seconds",
+)  # fmt: skip
+
+
+def print_build_summary(out: Console, stats: dict[str, dict], run_uri: str) -> None:
+    """The per-stage table of a build (stacked where ``out`` is narrow); stages with nothing
+    planned and no rows folded into one line each ("12 benchmark stages not enabled")."""
+    from forenset.stages import fold_idle, gate_names
+
+    gates = set(gate_names())  # the stages that keep or discard candidates (Stage.gate)
+    idle = {n for n, s in stats.items() if not s["planned"] and not s["rows"]}
+    complete = not any(s["failed"] for s in stats.values())
+    shown, folded = fold_idle(list(stats), idle, complete)
+    rows = [
+        [
+            name,
+            str(s["planned"]),
+            str(s["run"]),
+            str(s["skipped"]),
+            str(s["failed"]),
+            str(s["rows"]),
+            str(s["ok"]),
+            str(s["error"]),
+            str(s["kept"]) if name in gates else "",
+            str(s["discarded"]) if name in gates else "",
+            f"{s['seconds']:.1f}",
+        ]
+        for name, s in ((n, stats[n]) for n in shown)
+    ]
+    title = f"forenset build — {run_uri}"
+    for table in stage_tables(out, BUILD_COLUMNS, rows, title):
+        out.print(table)
+    for line in folded:
+        out.print(line)
+
+
+def export_line(run_uri: str, exp: dict, seconds: float | None = None) -> str:
+    """``Export: <run dir as given, scheme kept>/exports/parquet: train 12, validation 3, ...``"""
+    where = f"{run_uri.rstrip('/')}/exports/parquet"
+    counts = ", ".join(f"{k} {v}" for k, v in (exp.get("counts") or {}).items()) or "no rows"
+    partial = " (partial)" if exp.get("partial") else ""
+    took = "" if seconds is None else f" ({seconds:.1f}s)"
+    return f"Export: {where}{partial}: {counts}{took}"
+
+
+def _exit_on_sigint(code: int) -> None:
+    """From here on a Ctrl-C ends the process with ``code``, the exit code of the build's final
+    state (state.json is written, the export too): an interrupt while the summary prints or
+    Prefect shuts down must not turn a complete build into exit 130. The ephemeral API server
+    is stopped by its watchdog when this process ends (forenset.flows.ephemeral)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def done(signum: int, frame: object) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    signal.signal(signal.SIGINT, done)
+
+
+def _completed_anyway(run_uri: str, cfg, retry_errors: bool) -> None:
+    """A Ctrl-C that arrived once every shard and the export were done (the flow run was
+    still closing): the build is complete, so say so and exit 0, as ``status`` will."""
+    n = _nothing_to_do(run_uri, cfg, retry_errors)
+    if n is not None:
+        console.print(
+            f"Interrupted after the build completed: all {n} shards and the export are up to "
+            f"date ({run_uri})."
+        )
+        raise typer.Exit(0)
+
+
 def _progress_every_s() -> float:
     """Seconds between progress lines when output is not a terminal (and in the run log)."""
     try:
@@ -97,6 +203,31 @@ def _quiet_prefect() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    one_message_per_event()
+
+
+class _FinalStateEcho:
+    """A logging filter: drops Prefect's ``Finished in state Failed(...)`` / ``Cancelled(...)``
+    lines of flow and task runs. The CLI reports how a build ended in its own sentence (what
+    to fix, exit code), so Prefect's copy of the same message would only say it twice."""
+
+    def filter(self, record: object) -> bool:
+        import logging
+
+        assert isinstance(record, logging.LogRecord)
+        return not (
+            record.levelno >= logging.ERROR and str(record.msg).startswith("Finished in state ")
+        )
+
+
+def one_message_per_event() -> None:
+    """Install :class:`_FinalStateEcho` on Prefect's flow-run and task-run loggers (once)."""
+    import logging
+
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _FinalStateEcho) for f in logger.filters):
+            logger.addFilter(_FinalStateEcho())
 
 
 def _nothing_to_do(run_uri: str, cfg, retry_errors: bool) -> int | None:
@@ -204,49 +335,21 @@ def build(
             where = f" ({e.filename})" if getattr(e, "filename", None) else ""
             fail(f"cannot write to run directory {run_uri}{where}: {e.strerror or e}")
         except BuildInterrupted as e:  # running shards committed; nothing partial is visible
+            _completed_anyway(run_uri, cfg, retry_errors)
             fail(f"{e} (run directory {run_uri})", code=130)
         except BuildFailed as e:  # a configuration problem every shard of a stage would hit
             fail(f"build stopped: {e}", code=1)
         except KeyboardInterrupt:  # Ctrl-C before the flow started, or outside the main thread
+            _completed_anyway(run_uri, cfg, retry_errors)
             fail(
                 f"build interrupted: committed shards in {run_uri} are kept; "
                 "run the same command to resume",
                 code=130,
             )
     stats = result["stages"]
-    table = Table(title=f"forenset build — {run_uri}")
-    for col in (
-        "stage",
-        "shards",
-        "run",
-        "skipped",
-        "failed",
-        "rows",
-        "ok",
-        "error",
-        "kept",
-        "discarded",
-        "seconds",
-    ):
-        table.add_column(col, justify="left" if col == "stage" else "right")
-    from forenset.stages import gate_names
-
-    gates = set(gate_names())  # the stages that keep or discard candidates (Stage.gate)
-    for name, s in stats.items():
-        table.add_row(
-            name,
-            str(s["planned"]),
-            str(s["run"]),
-            str(s["skipped"]),
-            str(s["failed"]),
-            str(s["rows"]),
-            str(s["ok"]),
-            str(s["error"]),
-            str(s["kept"]) if name in gates else "",
-            str(s["discarded"]) if name in gates else "",
-            f"{s['seconds']:.1f}",
-        )
-    console.print(table)
+    failures = [f for s in stats.values() for f in s["failures"]]
+    _exit_on_sigint(1 if failures else 0)  # the build's state is final: Ctrl-C changes nothing
+    print_build_summary(console, stats, run_uri)
     ran = sum(s["run"] for s in stats.values())
     exp = result["export"]
     if ran == 0 and exp.get("skipped"):
@@ -255,9 +358,8 @@ def build(
         )
     elif ran:
         console.print(f"Ran {ran} shards in {result['tasks']} Prefect tasks.")
-    console.print(f"Export: {exp['path']} {exp['counts']}  ({time.perf_counter() - t0:.1f}s)")
+    console.print(export_line(run_uri, exp, time.perf_counter() - t0))
     _build_warnings(run_uri)
-    failures = [f for s in stats.values() for f in s["failures"]]
     if failures:
         for f in failures[:10]:
             err.print(f"[red]failed shard[/] {f}")
@@ -345,10 +447,12 @@ def split(
     except OSError as e:
         fail(f"cannot write to run directory {run_dir}: {e.strerror or e}")
     ran = {k: v["run"] for k, v in result["stages"].items() if v["run"]}
-    console.print(
-        f"Splits regenerated: holdout={sp_cfg.holdout_families} fractions={dict(sp_cfg.fractions)}"
-    )
-    console.print(f"Shards recomputed: {ran or 'none'}; export {result['export']['counts']}")
+    holdout_ = ", ".join(sp_cfg.holdout_families) or "none"
+    fractions_ = ", ".join(f"{k} {v:g}" for k, v in sp_cfg.fractions.items())
+    console.print(f"Splits regenerated: holdout {holdout_}; fractions {fractions_}")
+    recomputed = ", ".join(f"{k} {v}" for k, v in ran.items()) or "none"
+    console.print(f"Shards recomputed: {recomputed}")
+    console.print(export_line(run_dir, result["export"]))
     _build_warnings(run_dir)
 
 
@@ -378,12 +482,11 @@ def status(
     live = status_ != "complete"  # manifests are the last complete view; the disk is now
     if status_ == "failed":
         console.print(f"[red]why:[/] {state.get('message') or 'see the failed shards below'}")
-    table = Table()
     cols = ("stage", "shards done", "pending", "failed", "rows", "ok", "error", "kept", "discarded")
-    for col in cols:
-        table.add_column(col, justify="left" if col == "stage" else "right")
     reasons: list[str] = []
     gates = [g for g in gate_tables(store) if g in names]
+    rows: list[list[str]] = []
+    idle: set[str] = set()
     for name in names:
         shards = store.manifest(name)
         st = state.get("stages", {}).get(name, {})
@@ -393,18 +496,29 @@ def status(
         c = {
             k: sum(x.counts.get(k, 0) for x in shards) for k in ("ok", "error", "kept", "discarded")
         }
-        table.add_row(
-            name,
-            str(done),
-            str(pending),
-            str(st.get("failed", 0) if live else 0),
-            str(sum(x.rows for x in shards)),
-            str(c["ok"]),
-            str(c["error"]),
-            str(c["kept"]) if name in gates else "",
-            str(c["discarded"]) if name in gates else "",
+        n_rows = sum(x.rows for x in shards)
+        if not (done or pending or n_rows or st.get("planned") or st.get("failed")):
+            idle.add(name)
+        rows.append(
+            [
+                name,
+                str(done),
+                str(pending),
+                str(st.get("failed", 0) if live else 0),
+                str(n_rows),
+                str(c["ok"]),
+                str(c["error"]),
+                str(c["kept"]) if name in gates else "",
+                str(c["discarded"]) if name in gates else "",
+            ]
         )
-    console.print(table)
+    from forenset.stages import fold_idle
+
+    shown, folded = fold_idle(list(names), idle, complete=not live)
+    for table in stage_tables(console, cols, [r for r in rows if r[0] in shown]):
+        console.print(table)
+    for line in folded:
+        console.print(line)
     if live and any(state.get("stages", {}).get(n, {}).get("planned") for n in names):
         console.print("rows, ok and error count the last complete build (manifests)")
     for r in reasons[:10]:

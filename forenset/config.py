@@ -272,13 +272,53 @@ def _loc(err: Mapping[str, Any]) -> str:
     return ".".join(str(p) for p in err.get("loc", ()) if not str(p).startswith("function-"))
 
 
-def format_validation_error(exc: ValidationError, source: str) -> str:
-    """One sentence naming the offending key (the first error; the count of others)."""
+def _fields_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the pydantic model(s) that may hold the key at ``loc`` (empty where
+    the path leaves models)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    def models_in(tp: Any) -> list[type[BaseModel]]:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return [tp]
+        return [m for a in typing.get_args(tp) for m in models_in(a)]
+
+    current: list[type[BaseModel]] = [model] if isinstance(model, type) else []
+    for part in loc[:-1]:
+        if isinstance(part, int) or str(part).startswith("function-"):
+            continue  # a list index (the element's model was taken with the list's type)
+        nxt: list[type[BaseModel]] = []
+        for m in current:
+            f = m.model_fields.get(str(part))
+            if f is not None:
+                nxt += models_in(f.annotation)
+        if not nxt:
+            # a mapping's key (``runners.default``) or a tagged union's tag (the member
+            # class's name): the value's models are the ones the walk already holds
+            nxt = [m for m in current if m.__name__ == str(part)] or current
+        current = nxt
+    return sorted({name for m in current for name in m.model_fields})
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` (difflib), else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def format_validation_error(exc: ValidationError, source: str, model: Any = None) -> str:
+    """One sentence naming the offending key (the first error; the count of others); for an
+    unknown key, the closest field name of the model that holds it."""
     errs = exc.errors()
     e = errs[0]
     key = _loc(e) or "(top level)"
     if e.get("type") == "extra_forbidden":
-        msg = f"unknown key '{key}'"
+        loc = tuple(e.get("loc", ()))
+        hint = did_you_mean(str(loc[-1]), _fields_at(model, loc)) if loc and model else ""
+        msg = f"unknown key '{key}'{hint}"
     else:
         text = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
         msg = f"bad value for '{key}': {text}"
@@ -296,7 +336,10 @@ CONFIG_MAX_BYTES = 16 * 1024 * 1024
 def load_config(
     path: str | Path | None = None, overrides: dict[str, Any] | None = None
 ) -> BuildConfig:
-    """Load YAML (the demo config when ``path`` is None) and validate it."""
+    """Load YAML (the demo config when ``path`` is None) and validate it. A section whose
+    model has ``input_problem()`` (a local input that is missing, say) is asked too, so the
+    CLI answers at once instead of when the stage runs (``validate_config`` does not ask: a
+    config built in code may name inputs made later)."""
     from forenset.paths import read_text_file
     from forenset.strict import load_yaml
 
@@ -316,11 +359,17 @@ def load_config(
     if not isinstance(data, dict):
         raise ConfigError(f"Config file {p} must hold a mapping at the top level.")
     data.update(overrides or {})
-    return validate_config(data, str(p))
+    cfg = validate_config(data, str(p))
+    for name in type(cfg).model_fields:  # inputs a build would miss minutes later: now
+        check = getattr(getattr(cfg, name), "input_problem", None)
+        problem = check() if callable(check) else None
+        if problem:
+            raise ConfigError(f"Invalid config {p}: {name}: {problem}.")
+    return cfg
 
 
 def validate_config(data: dict[str, Any], source: str = "<dict>") -> BuildConfig:
     try:
         return BuildConfig.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(e, source)) from None
+        raise ConfigError(format_validation_error(e, source, BuildConfig)) from None

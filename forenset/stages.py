@@ -87,6 +87,31 @@ def stage_names() -> list[str]:
     return [c.name for c in stage_classes()]
 
 
+def is_benchmark_stage(name: str) -> bool:
+    """Whether ``name`` belongs to a benchmark family (opt-in from config), by its import path:
+    no stage code is imported."""
+    return targets().get(name, "").startswith("forenset.benchmarks.")
+
+
+def fold_idle(
+    names: list[str], idle: set[str], complete: bool = True
+) -> tuple[list[str], list[str]]:
+    """The stages to show as rows (``names`` less the idle ones) and one line per group of
+    idle stages (no shards planned, none committed): "12 benchmark stages not enabled" for the
+    opt-in ones, the others by name ("no shards planned: scenarios, prompts": a stage with
+    no input in this config, or one an incomplete build has not reached). ``complete``: the
+    build ran to its end, so an idle benchmark stage is one the config does not enable."""
+    bench = [n for n in names if n in idle and is_benchmark_stage(n)]
+    other = [n for n in names if n in idle and n not in bench]
+    lines = []
+    if bench:
+        n = f"{len(bench)} benchmark stage{'s' if len(bench) > 1 else ''}"
+        lines.append(f"{n} not enabled" if complete else f"{n} not enabled or not reached yet")
+    if other:
+        lines.append(f"no shards planned: {', '.join(other)}")
+    return [n for n in names if n not in idle], lines
+
+
 def table_names() -> list[str]:
     """Every table a run can hold: the stages in DAG order, then the non-stage tables."""
     return [*stage_names(), *NON_STAGE_TABLES]

@@ -9,6 +9,8 @@ written into the schema metadata under ``huggingface`` (what `datasets` reads ba
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -226,16 +228,62 @@ def _write_parquet(path: Path, schema: pa.Schema, groups: Any) -> int:
     return size
 
 
-def hf_license(licenses: list[str]) -> dict[str, Any]:
-    """The card's licence fields: an id when all sources agree on one, else ``other`` + details."""
-    distinct = sorted({lic for lic in licenses if lic})
+# the per-tile and per-file parts of a licence string (scripts/fetch_real_photos.sh writes
+# "<licence>; <holder> (Debian package <pkg> <version>: /<file>, tile <j>-<i>)")
+_TILE = re.compile(r",?\s*\btile\s+\d+-\d+(?=\)|$)")
+_WHERE = re.compile(r"\s*\([^()]*:\s*/[^()]*\)\s*$")
+ACCENTS_AS_APOSTROPHE = "\u00b4`"
+
+
+def clean_licence(text: str) -> str:
+    """A licence string as text: an acute accent or backtick used as an apostrophe between
+    letters becomes one, a stray one (after an e-mail address in a Debian copyright file) goes,
+    Unicode NFC, whitespace collapsed."""
+    out = []
+    for i, ch in enumerate(text):
+        if ch in ACCENTS_AS_APOSTROPHE:
+            if 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum():
+                out.append("'")
+            continue
+        out.append(ch)
+    return " ".join(unicodedata.normalize("NFC", "".join(out)).split())
+
+
+def source_licence(text: str) -> str:
+    """The licence of the source photo: the string without its tile part."""
+    return clean_licence(_TILE.sub("", clean_licence(text)))
+
+
+def licence_holder(text: str) -> str:
+    """The licence and holder: the photo's licence without where the file came from."""
+    return _WHERE.sub("", source_licence(text))
+
+
+def hf_license(licenses: list[str], sources: list[str] | None = None) -> dict[str, Any]:
+    """The card's licence fields: an id when all sources agree on one, else ``other`` and
+    ``license_details`` grouped per licence and holder (with the source photos and samples
+    each covers; ``sources``: each sample's source photo id), not one entry per tile."""
+    holders = [licence_holder(lic) if lic else "" for lic in licenses]
+    distinct = sorted({h for h in holders if h})
     known = {"cc0-1.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "mit", "apache-2.0"}
     if len(distinct) == 1 and distinct[0].lower() in known:
         return {"license": distinct[0].lower()}
+    srcs = sources if sources is not None else [source_licence(x) for x in licenses]
+    photos: dict[str, set[str]] = {}
+    samples: Counter[str] = Counter()
+    for h, src in zip(holders, srcs, strict=True):
+        if h:
+            photos.setdefault(h, set()).add(src)
+            samples[h] += 1
+
+    def one(h: str) -> str:
+        k = len(photos[h])
+        return f"{h} ({k} source photo{'s' if k > 1 else ''}, {samples[h]} samples)"
+
     return {
         "license": "other",
         "license_name": "per-source",
-        "license_details": "; ".join(distinct) if distinct else "unknown",
+        "license_details": " | ".join(one(h) for h in distinct) if distinct else "unknown",
     }
 
 
@@ -249,8 +297,9 @@ def dataset_card(
 ) -> str:
     gens = sorted({s["generator"] for s in samples if s["label"] == "fake" and s["generator"]})
     licenses = [s.get("license") or "" for s in samples]
+    sources = [str(s.get("source_blob") or s.get("sample_id")) for s in samples]
     header: dict[str, Any] = {
-        **hf_license(licenses),
+        **hf_license(licenses, sources),
         "task_categories": ["image-classification", "image-to-text"],
         "tags": ["ai-generated-image-detection", "image-forensics", "explainability"],
         "pretty_name": title,
@@ -275,10 +324,10 @@ def dataset_card(
     }
     by = Counter((s["split"], s["label"]) for s in samples)
     per_gen = Counter((s["split"], s["generator"]) for s in samples)
-    lic = Counter(licenses)
+    lic = Counter(source_licence(x) for x in licenses)  # per source photo, not per tile
     lines = [
         "---",
-        yaml.safe_dump(header, sort_keys=False).rstrip(),
+        yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(),
         "---",
         "",
         f"# {title}",
@@ -298,7 +347,7 @@ def dataset_card(
     lines += ["", "## Generators", "", "| split | generator | samples |", "|---|---|---|"]
     for (sp, g), n in sorted(per_gen.items()):
         lines.append(f"| {sp} | {g} | {n} |")
-    lines += ["", "## Source licences", "", "| licence | samples |", "|---|---|"]
+    lines += ["", "## Source licences", "", "| source photo licence | samples |", "|---|---|"]
     for name, n in sorted(lic.items()):
         lines.append(f"| {name or 'unknown'} | {n} |")
     lines += explanation_lines(samples)

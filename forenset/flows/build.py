@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import contextvars
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -87,14 +89,47 @@ def make_runner(rc: RunnerConfig, run_uri: str = "", config: dict[str, Any] | No
 
     if rc.address:
         return DaskTaskRunner(address=rc.address)
+    quiet_dask()
     # the local cluster's dashboard on loopback only (Dask's default binds every interface)
     return DaskTaskRunner(
         cluster_kwargs={
             "n_workers": rc.max_workers,
             "threads_per_worker": 1,
             "dashboard_address": "127.0.0.1:8787",
+            "silence_logs": logging.WARNING,
         }
     )
+
+
+def quiet_dask() -> None:
+    """A local Dask cluster says nothing unless something is wrong: distributed's loggers at
+    WARNING here and in the worker processes it starts (``DASK_LOGGING__DISTRIBUTED``, read by
+    distributed at import; a user's own setting wins)."""
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
+    level = getattr(logging, os.environ["DASK_LOGGING__DISTRIBUTED"].upper(), logging.WARNING)
+    logging.getLogger("distributed").setLevel(level)
+
+
+# what a local cluster says while it closes after a build that succeeded: a nanny killing an
+# idle worker after its timeout ("Worker process still alive after 4.0 seconds, killing"), a
+# comm closed under a pending heartbeat (CommClosedError): at ERROR only during the close
+CLOSE_CHATTER = ("distributed.nanny", "distributed.comm", "distributed.core", "distributed.worker")
+
+
+def close_chatter() -> tuple[Callable[[], None], Callable[[], None]]:
+    """(quiet, restore): the loggers of :data:`CLOSE_CHATTER` to ERROR, and back to their
+    levels now; ``start_runner`` runs them around a local cluster's close."""
+    saved = {n: logging.getLogger(n).level for n in CLOSE_CHATTER}
+
+    def quiet() -> None:
+        for n in CLOSE_CHATTER:
+            logging.getLogger(n).setLevel(max(logging.ERROR, saved[n]))
+
+    def restore() -> None:
+        for n, lvl in saved.items():
+            logging.getLogger(n).setLevel(lvl)
+
+    return quiet, restore
 
 
 def start_runner(stack: Any, rc: RunnerConfig, run_uri: str, config: dict[str, Any], stage: str):
@@ -103,7 +138,13 @@ def start_runner(stack: Any, rc: RunnerConfig, run_uri: str, config: dict[str, A
     from forenset.errors import RunnerUnavailable
 
     try:
+        local_dask = rc.kind == "dask" and not rc.address
+        if local_dask:
+            quiet, restore = close_chatter()
+            stack.callback(restore)  # exits run last first: after the cluster has closed
         runner = stack.enter_context(make_runner(rc, run_uri, config))
+        if local_dask:
+            stack.callback(quiet)  # before the cluster closes
         if rc.kind == "dask":
             _ = runner.client  # prefect-dask connects lazily, at the first task: connect now
         return runner

@@ -25,9 +25,11 @@ from forenset.report.text_metrics import (
 from forenset.store.run_store import RunStore
 
 CSS = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px}
-th{background:#f2f2f2}td.n{text-align:right}img{max-width:100%}
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
+.tw{max-width:100%;overflow-x:auto;margin:.5em 0 1.5em}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}
+th{background:#f2f2f2;overflow-wrap:anywhere}td{overflow-wrap:anywhere}
+td.n{text-align:right;white-space:nowrap}img{max-width:100%}
 .gallery{display:grid;grid-template-columns:repeat(3,1fr);gap:8px;margin-bottom:1.5em}
 .gallery figure{margin:0}.gallery figcaption{font-size:.8em;color:#555}
 """
@@ -49,18 +51,50 @@ def _fig_uri(fig: Any) -> str:
     return png_data_uri(buf.getvalue())
 
 
-def bar_plot(labels: Sequence[Any], values: Sequence[float], title: str, xlabel: str = "") -> str:
+def bar_figure(
+    labels: Sequence[Any],
+    values: Sequence[float],
+    title: str,
+    xlabel: str = "",
+    errors: Sequence[tuple[float, float] | None] | None = None,
+) -> Any:
+    """A bar chart whose labels stay legible: vertical bars with short, few labels, horizontal
+    bars (one label per row, the figure as tall as they need) otherwise. ``errors``: per bar
+    (low, high) of an interval, drawn as error bars (None: no interval for that bar)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 2.6))
-    ax.bar([str(x) for x in labels], list(values), color="#4a7ab5")
+    names = [str(x) for x in labels]
+    err = None
+    if errors is not None and any(e is not None for e in errors):
+        lo = [v - e[0] if e else 0.0 for v, e in zip(values, errors, strict=True)]
+        hi = [e[1] - v if e else 0.0 for v, e in zip(values, errors, strict=True)]
+        err = [[max(0.0, x) for x in lo], [max(0.0, x) for x in hi]]
+    vertical = len(names) <= 6 and sum(len(n) for n in names) <= 48
+    if vertical:
+        fig, ax = plt.subplots(figsize=(6, 2.6))
+        ax.bar(names, list(values), color="#4a7ab5", yerr=err, capsize=4)
+        ax.set_xlabel(xlabel)
+    else:
+        fig, ax = plt.subplots(figsize=(6, max(2.0, 0.6 + 0.28 * len(names))))
+        ax.barh(names, list(values), color="#4a7ab5", xerr=err, capsize=3)
+        ax.invert_yaxis()  # the first label on top, as a table reads
+        ax.set_ylabel(xlabel)
     ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.tick_params(axis="x", labelrotation=30 if len(labels) > 3 else 0)
-    return _fig_uri(fig)
+    fig.tight_layout()
+    return fig
+
+
+def bar_plot(
+    labels: Sequence[Any],
+    values: Sequence[float],
+    title: str,
+    xlabel: str = "",
+    errors: Sequence[tuple[float, float] | None] | None = None,
+) -> str:
+    return _fig_uri(bar_figure(labels, values, title, xlabel, errors))
 
 
 def hist_plot(series: Mapping[str, Sequence[float]], title: str, xlabel: str) -> str:
@@ -90,7 +124,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(cell(v) for v in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    # a scroll container the width of the page: a table wider than the page (long cells wrap
+    # first) scrolls inside it instead of running past the page's edge
+    return f"<div class='tw'><table><tr>{head}</tr>{body}</table></div>"
 
 
 def img_tag(uri: str, alt: str) -> str:
@@ -105,7 +141,7 @@ def _q(con: Any, sql: str) -> list[tuple]:
 
 
 def counts_section(store: RunStore, con: Any) -> str:
-    from forenset.stages import stage_names
+    from forenset.stages import fold_idle, stage_names
 
     names = stage_names()
     names += [n for n in store.stages_present() if n not in names]
@@ -116,7 +152,13 @@ def counts_section(store: RunStore, con: Any) -> str:
         for s in shards:
             c.update(s.counts)
         rows.append([name, len(shards), sum(s.rows for s in shards), c["ok"], c["error"]])
-    out = "<h2>Counts per stage</h2>" + table(["stage", "shards", "rows", "ok", "error"], rows)
+    state = store.read_json("state.json", default={}) or {}
+    complete = state.get("status") == "complete"
+    shown, folded = fold_idle(names, {str(r[0]) for r in rows if not r[1] and not r[2]}, complete)
+    out = "<h2>Counts per stage</h2>" + table(
+        ["stage", "shards", "rows", "ok", "error"], [r for r in rows if r[0] in shown]
+    )
+    out += "".join(f"<p>{html.escape(line)}</p>" for line in folded)
     split_rows = _q(
         con,
         "SELECT split, count(*) FILTER (label='real'), count(*) FILTER (label='fake'), count(*) "
@@ -233,6 +275,10 @@ def discard_section(con: Any, gates: Sequence[str] = ()) -> str:
     return out
 
 
+# forenset.stats queries whose numbers the Edit-Check and salience sections already show
+SHOWN_ABOVE = frozenset({"discard_by_generator", "salience_histogram", "fidelity_by_verdict"})
+
+
 def shared_stats_section(con: Any) -> str:
     """The SQL statistics the CLI's `status --details` shows (forenset.stats), when present."""
     try:
@@ -241,12 +287,15 @@ def shared_stats_section(con: Any) -> str:
         return ""
     out = "<h2>Build statistics (forenset.stats)</h2>"
     for name in stats.QUERIES:
+        if name in SHOWN_ABOVE:
+            continue
         try:
             cols, rs = stats.run(con, name)
         except Exception as e:  # noqa: BLE001 - one bad query must not lose the report
             out += f"<h3>{html.escape(name)}</h3><p>not available: {html.escape(str(e).splitlines()[0])}</p>"
             continue
-        out += f"<h3>{html.escape(name.replace('_', ' '))}</h3>" + table(cols, rs)
+        heads = [c.replace("_", " ") for c in cols]  # long names wrap at the spaces
+        out += f"<h3>{html.escape(name.replace('_', ' '))}</h3>" + table(heads, rs)
     return out
 
 
@@ -383,14 +432,20 @@ def evaluation_section(store: RunStore, con: Any) -> str:
     notes = t5.notes()
     if notes:
         out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
-    labels, values = [], []
-    for (det, track), (f1_id, f1_ood) in t5.f1.items():
-        for name, v in (("ID", f1_id), ("OOD", f1_ood)):
-            if v is not None:
-                labels.append(f"{det}/{track} {name}")
-                values.append(100 * v)
+    from forenset.benchmarks.evaluation.report import per_class
+
+    pc = per_class(con)
+    if pc is not None:
+        out += (
+            "<h3>Per-class accuracy (%): reals and the fakes of each generator family, "
+            "[95 % bootstrap interval] (n)</h3>" + table(pc.headers, pc.rows)
+        )
+    labels, values, errors = f1_series(t5)
     if values:
-        out += img_tag(bar_plot(labels, values, "Detection F1 (%), ID vs OOD"), "F1 ID vs OOD")
+        out += img_tag(
+            bar_plot(labels, values, "Detection F1 (%), ID vs OOD, 95 % interval", errors=errors),
+            "F1 ID vs OOD",
+        )
     from forenset.benchmarks.evaluation.report import agreement_line, gold_agreement
 
     ag = gold_agreement(store)
@@ -398,6 +453,23 @@ def evaluation_section(store: RunStore, con: Any) -> str:
         out += f"<p>{html.escape(agreement_line(ag))}</p>"
     out += robustness_section(con)
     return out
+
+
+def f1_series(t5: Any) -> tuple[list[str], list[float], list[tuple[float, float] | None]]:
+    """The F1 chart's bars (detector/track ID|OOD), values and stored 95 % intervals, in %;
+    only the meaningful values (``Table5.f1``)."""
+    labels: list[str] = []
+    values: list[float] = []
+    errors: list[tuple[float, float] | None] = []
+    for (det, track), (f1_id, f1_ood) in t5.f1.items():
+        for name, v in (("id", f1_id), ("ood", f1_ood)):
+            if v is not None:
+                labels.append(f"{det}/{track} {name.upper()}")
+                values.append(100 * v)
+                row = t5.table.cells.get((det, track, name), {}).get("f1") or {}
+                lo, hi = row.get("ci_low"), row.get("ci_high")
+                errors.append(None if lo is None or hi is None else (100 * lo, 100 * hi))
+    return labels, values, errors
 
 
 def robustness_section(con: Any) -> str:

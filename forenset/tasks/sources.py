@@ -54,6 +54,18 @@ class SourcesConfig(Strict):
     allow_remote: bool = False
     allow_private_hosts: bool = False
 
+    def input_problem(self) -> str | None:
+        """A listed local CSV or folder that does not exist (remote URIs are checked by the
+        stage, which may reach them): asked at config load (``forenset.config.load_config``)."""
+        for kind, uris, isdir in (("CSV", self.csv, False), ("source folder", self.folders, True)):
+            for uri in uris:
+                if "://" in uri and not uri.startswith("file://"):
+                    continue
+                p = Path(uri.removeprefix("file://")).expanduser()
+                if not (p.is_dir() if isdir else p.is_file()):
+                    return f"{kind} {uri} does not exist"
+        return None
+
 
 def external_source_items(pool: Sequence[GeneratorConfig]) -> list[dict[str, Any]]:
     """The source photos of the pool's ``external`` generators (edited images made elsewhere),

@@ -51,3 +51,41 @@ def test_ray_runner_without_prefect_ray_is_one_sentence(monkeypatch):
         validate_config({"runners": {"default": {"kind": "threads"}, "diffs": {"kind": "ray"}}})
     msg = str(e.value)
     assert "runners.diffs" in msg and "forenset[ray]" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    ("data", "key", "hint"),
+    [
+        ({"generators": [{"name": "g", "famly": "x"}]}, "generators.0.famly", "family"),
+        ({"seeed": 1}, "seeed", "seed"),
+        ({"splits": {"fractons": {}}}, "splits.fractons", "fractions"),
+        ({"runners": {"default": {"kindd": "threads"}}}, "runners.default.kindd", "kind"),
+    ],
+)
+def test_unknown_key_suggests_the_closest_field(data, key, hint):
+    with pytest.raises(ConfigError) as e:
+        validate_config(data, "x.yaml")
+    msg = str(e.value)
+    assert f"unknown key '{key}' (did you mean '{hint}'?)" in msg
+    assert "\n" not in msg and msg.endswith(".")
+
+
+def test_unknown_key_far_from_every_field_gets_no_guess():
+    with pytest.raises(ConfigError) as e:
+        validate_config({"zzzzqq": 1}, "x.yaml")
+    assert "did you mean" not in str(e.value)
+
+
+def test_missing_local_source_csv_is_reported_at_config_load(tmp_path):
+    """Not minutes later when the sources stage runs: one sentence naming the file."""
+    p = tmp_path / "cfg.yaml"
+    p.write_text(f"sources:\n  csv: [{tmp_path / 'nope.csv'}]\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    msg = str(e.value)
+    assert msg == f"Invalid config {p}: sources: CSV {tmp_path / 'nope.csv'} does not exist."
+    (tmp_path / "nope.csv").write_text("path\n")
+    assert load_config(p).sources.csv == [str(tmp_path / "nope.csv")]
+    # a remote URI is the stage's to check (it may reach it; config load does not)
+    p.write_text("sources:\n  csv: [s3://bucket/photos.csv]\n")
+    assert load_config(p).sources.csv == ["s3://bucket/photos.csv"]

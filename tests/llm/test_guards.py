@@ -41,6 +41,7 @@ def test_wrong_key_stops_the_stage_with_one_sentence(openai_server, stage):
         run_chat(reqs(40), s, build_seed=3, stage=stage, cache=None)
     msg = str(info.value)
     assert msg.count(". ") == 0 and msg.endswith(".") and "401" in msg and stage in msg
+    assert f"at {s.pool[0].base_url} failed" in msg  # the server the user must fix
     assert isinstance(info.value, ConfigurationError)  # the build exits non-zero
     assert len(openai_server.requests) < 15  # stopped early, did not burn all 40
     with pytest.raises(SameFailure):  # later shards of the stage stop at once

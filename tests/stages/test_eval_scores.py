@@ -379,7 +379,7 @@ def test_cli_without_eval_scores_says_so(tmp_path):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "state.json").write_text("{}")  # a run (a bare folder is refused)
     res = CliRunner().invoke(app, ["eval", str(tmp_path / "run")])
-    assert res.exit_code == 1
+    assert res.exit_code == 2  # an input problem (docs/cli.md, exit codes)
     assert "has no eval_scores" in res.output
 
 

@@ -262,7 +262,7 @@ def test_fakebench_command_without_scores_says_why(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "state.json").write_text("{}")  # a run (a bare folder is refused)
     res = CliRunner().invoke(app, ["fakebench", str(tmp_path / "empty")])
-    assert res.exit_code == 1 and "no fakebench_scores" in res.output
+    assert res.exit_code == 2 and "no fakebench_scores" in res.output
 
 
 def test_the_fakebench_example_config_validates():

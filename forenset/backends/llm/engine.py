@@ -223,16 +223,21 @@ class Engine:
         except OSError as exc:  # the answer is still returned; only the reuse is lost
             log.warning("could not write LLM cache entry %s: %s", item.key, exc)
 
-    def abort_same(self, state: StageState, stage: str, result: ChatResult, n: int) -> None:
-        """Stop the stage (and the build): its every call so far failed the same way."""
+    def abort_same(
+        self, state: StageState, stage: str, result: ChatResult, n: int, base_url: str | None = None
+    ) -> None:
+        """Stop the stage (and the build): its every call so far failed the same way. The
+        message names the server (``base_url``) the user must fix; the build's caller reports
+        it (the CLI once), so it is logged at debug level only."""
         reason = (result.error or "").rstrip(".")[:240]
+        at = f" at {redact(base_url)}" if base_url else ""
         state.fatal = True
         state.aborted = (
             f"Stage '{stage}' stopped because all {n} of its model calls to {result.backend}/"
-            f"{result.model} failed the same way ({reason}); fix the server or the model "
+            f"{result.model}{at} failed the same way ({reason}); fix the server or the model "
             "settings and rerun."
         )
-        log.error(state.aborted)
+        log.debug(state.aborted)
 
     def finish(
         self,
@@ -259,7 +264,15 @@ class Engine:
             else:
                 state.same_error, state.same_count = result.error, 1
             if systemic and state.same_count >= settings.fail_fast_after:
-                self.abort_same(state, stage, result, state.same_count)
+                url = next(
+                    (
+                        m.base_url
+                        for m in settings.pool
+                        if m.backend == result.backend and m.model == result.model
+                    ),
+                    None,
+                )
+                self.abort_same(state, stage, result, state.same_count, url)
                 return result
         failed = result.status == "error"
         state.errors += failed

@@ -27,13 +27,11 @@ def eval_(
     OOD), each with n and its 95 % bootstrap interval; degenerate sets say "not meaningful"."""
     store = open_run(run_dir)
     if not store.manifest("eval_scores"):
-        fail(
-            f"{run_dir} has no eval_scores: build it with evaluation.enabled and a detector",
-            code=1,
-        )
+        fail(f"{run_dir} has no eval_scores: build it with evaluation.enabled and a detector")
     from forenset.benchmarks.evaluation.report import (
         agreement_line,
         gold_agreement,
+        per_class,
         robustness,
         table5,
     )
@@ -41,7 +39,7 @@ def eval_(
 
     t5 = table5(connect(store, ["eval_scores"]))
     if t5 is None:
-        fail(f"{run_dir} has an eval_scores table without scores of a whole set", code=1)
+        fail(f"{run_dir} has an eval_scores table without scores of a whole set")
     _print(
         t5.headers,
         t5.rows,
@@ -52,6 +50,15 @@ def eval_(
         console.print("models: " + "; ".join(t5.models), markup=False)
     for line in t5.notes():
         console.print(line, markup=False)
+    pc = per_class(connect(store, ["eval_scores"]))
+    if pc is not None:
+        _print(
+            pc.headers,
+            pc.rows,
+            "Per-class accuracy (%): reals and the fakes of each generator family, "
+            "[95 % bootstrap interval] (n)",
+            left=3,
+        )
     _holdout_note(store)
     ag = gold_agreement(store)
     if ag is not None:
@@ -106,7 +113,7 @@ def export_gold_(
 
     store = open_run(run_dir)
     if not store.manifest("splits"):
-        fail(f"{run_dir} has no splits yet: run `forenset build` first", code=1)
+        fail(f"{run_dir} has no splits yet: run `forenset build` first")
     try:
         dest = out or default_out(store, "labelstudio-gold")
     except ValueError as e:
@@ -133,9 +140,9 @@ def import_gold_(
         typer.Option(help="YAML of an llm: pool (LLMSettings) for the agreement's evaluator."),
     ] = None,
 ) -> None:
-    """Store human gold explanations as ``gold_references``; print each problem class with its
-    count and the inter-annotator agreement (EntityScore / EvidenceScore by the ``--evaluator``
-    model, else by the offline phrase matcher)."""
+    """Store human gold explanations as the gold_references table; print each problem class
+    with its count and the inter-annotator agreement (EntityScore / EvidenceScore by the
+    --evaluator model, else by the offline phrase matcher)."""
     from forenset.benchmarks.evaluation.gold import import_gold
     from forenset.benchmarks.evaluation.report import gold_agreement
     from forenset.exports.labelstudio import AnnotationImportError

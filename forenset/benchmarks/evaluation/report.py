@@ -76,6 +76,54 @@ def table5(con: Any) -> Table5 | None:
     return out
 
 
+# -- per-class accuracy: the reals of a set and the fakes of each generator family -----------
+
+REAL = "real"
+
+
+@dataclass
+class PerClass:
+    """Accuracy on each class of a set: the reals (the ``generator_family=real`` group) and
+    the fakes of each generator family, each ``value [95 % interval] (n=…)``: on one class,
+    accuracy is the share recognised, so F1 alone cannot hide a detector that calls all fake."""
+
+    headers: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+
+
+def per_class(con: Any) -> PerClass | None:
+    """The per-class accuracy table (None: no generator-family groups were scored)."""
+    from forenset.benchmarks.common.scoring.intervals import NO_FAKES, NO_REALS
+
+    found = _long_rows(con, "group_kind = 'generator_family' AND metric = 'accuracy'")
+    if not found:
+        return None
+    fakes = sorted({r["group"] for r in found if r["group"] != REAL})
+    classes = [REAL, *fakes]
+    heads = [REAL, *(("fake",) if len(fakes) == 1 else (f"fake: {f}" for f in fakes))]
+    by: dict[tuple, dict[str, Mapping[str, Any]]] = {}
+    for r in found:
+        by.setdefault((r["detector"], r["track"], r["eval_set"]), {})[r["group"]] = r
+    out = PerClass([*INDEX_HEADERS, *heads])
+    for key in sorted(by):
+        cells = []
+        for c in classes:
+            got = by[key].get(c)
+            if got is None or got.get("value") is None:
+                cells.append(DASH)
+                continue
+            caveat = got.get("caveat")
+            if caveat and caveat not in (NO_REALS, NO_FAKES):  # one class is the point here
+                cells.append(f"not meaningful ({caveat})")
+                continue
+            text = f"{100 * got['value']:.2f}"
+            if got.get("ci_low") is not None and got.get("ci_high") is not None:
+                text += f" [{100 * got['ci_low']:.2f}, {100 * got['ci_high']:.2f}]"
+            cells.append(f"{text} (n={got['n']})")
+        out.rows.append([key[0], key[1], _upper(key[2]), *cells])
+    return out
+
+
 # -- robustness: accuracy and F1 per propagation level and perturbation family / severity ------
 
 ROBUST_KINDS = ("variant", "perturbation", "perturbation_severity", "severity")
@@ -157,7 +205,10 @@ def grouped_bars(series: dict[str, dict[str, float]], title: str, xlabel: str) -
         xs = [j + i * width for j, x in enumerate(labels) if x in values]
         ax.bar(xs, [values[x] for x in labels if x in values], width, label=name)
     ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(labels))])
-    ax.set_xticklabels(labels, rotation=30 if len(labels) > 4 else 0)
+    # upright labels where many or long ones would run into each other (a slanted label's box
+    # is wide; an upright one is one line high, and each group is 0.9 in wide)
+    upright = len(labels) > 4 or any(len(str(x)) > 8 for x in labels)
+    ax.set_xticklabels(labels, rotation=90 if upright else 0)
     ax.set_ylim(0, 100)
     ax.set_ylabel("accuracy %")
     ax.set_xlabel(xlabel)

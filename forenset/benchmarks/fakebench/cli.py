@@ -24,10 +24,7 @@ def fakebench(
     fakebench_scores table)."""
     store = open_run(run_dir)
     if not store.manifest("fakebench_scores"):
-        fail(
-            f"{run_dir} has no fakebench_scores: build it with fakebench.enabled and a model",
-            code=1,
-        )
+        fail(f"{run_dir} has no fakebench_scores: build it with fakebench.enabled and a model")
     from forenset.benchmarks.fakebench.report import (
         CLASS_HEADERS,
         CLUE_HEADERS,
@@ -39,7 +36,7 @@ def fakebench(
 
     t = fakebench_tables(connect(store, ["fakebench_scores"]))
     if t is None:
-        fail(f"{run_dir} has a fakebench_scores table without ok rows", code=1)
+        fail(f"{run_dir} has a fakebench_scores table without ok rows")
     for title, headers, rows in (
         ("FakeClass: accuracy (%) [95% CI]", CLASS_HEADERS, t.fakeclass),
         ("FakeClue (inference / fault-finding mode) [95% CI]", CLUE_HEADERS, t.fakeclue),

@@ -13,9 +13,7 @@ units once and recomputes every measure, then the averages, on that resample.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
@@ -104,8 +102,7 @@ class Average:
         return np.asarray(rows, dtype=float).reshape(-1, len(MEASURES))
 
     def statistic(self, x: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore"), _quiet():
-            means = np.nanmean(x, axis=1)  # (b, measures): NaN where a measure has no value
+        means = nan_mean(x, axis=1)  # (b, measures): NaN where a measure has no value
         auto = _row_mean(means[:, : len(AUTOMATIC)])
         judged = _row_mean(means[:, len(AUTOMATIC) :])
         overall = _row_mean(np.column_stack([auto, judged / 2]))
@@ -114,16 +111,20 @@ class Average:
 
 def _row_mean(a: np.ndarray) -> np.ndarray:
     """Mean of the defined columns per row (NaN when none), as overall_average's sides."""
-    with np.errstate(invalid="ignore"), _quiet():
-        return np.nanmean(a, axis=1)
+    return nan_mean(a, axis=1)
 
 
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """All-NaN columns of a resample are expected (a measure absent from it): no warning."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        yield
+def nan_mean(a: np.ndarray, axis: int) -> np.ndarray:
+    """``np.nanmean`` without its "Mean of empty slice" warning: an all-NaN slice (a measure
+    absent from a resample) is NaN, silently. Not ``warnings.catch_warnings``: it swaps the
+    process's global filters, so shards scoring in parallel threads let each other's warnings
+    through (seen as "RuntimeWarning: Mean of empty slice" in the fakebench build)."""
+    a = np.asarray(a, dtype=float)
+    ok = ~np.isnan(a)
+    n = ok.sum(axis=axis)
+    total = np.where(ok, a, 0.0).sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):  # thread-local: 0 / 0 -> NaN
+        return total / n
 
 
 AUTO_AVERAGE = Average("auto_average", "Aver. (auto)", 0)

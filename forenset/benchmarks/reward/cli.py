@@ -29,7 +29,7 @@ def reward(
     (Tables 3/5), judges' Acc(4)/Acc(2) (Table 4), agreement and tied triplets."""
     store = open_run(run_dir)
     if not store.manifest("reward_scores"):
-        fail(f"{run_dir} has no reward_scores: build it with reward.enabled", code=1)
+        fail(f"{run_dir} has no reward_scores: build it with reward.enabled")
     from forenset.benchmarks.reward.report import reward_tables
     from forenset.store.views import connect
 

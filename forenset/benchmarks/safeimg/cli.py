@@ -72,6 +72,6 @@ def safeimg_cmd(
         intervals=IntervalsConfig(resamples=resamples, min_n=min_n),
     )  # fmt: skip
     if not res["counts"]["D_SafeIMG"] and not res["excluded_reasons"]:
-        echo_fail("the run has no text-to-image candidates (add a t2i generator)", code=1)
+        echo_fail("the run has no text-to-image candidates (add a t2i generator)")
     typer.echo(format_tables(res))
     typer.echo(f"tables and scores.json: {res['path']}")
