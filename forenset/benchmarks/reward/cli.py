@@ -138,7 +138,7 @@ def reward_export_release(
 
     store = open_run(run_dir)
     if not store.manifest("reward_triplets"):
-        fail(f"{run_dir} has no reward_triplets: build it with reward.enabled", code=1)
+        fail(f"{run_dir} has no reward_triplets: build it with reward.enabled")
 
     def ok(stage: str) -> list[dict]:
         got: list[dict] = []
