@@ -28,7 +28,8 @@ from forenset.scheduler import (
     progress_line,
 )
 from forenset.stages import stage_class, stage_names
-from forenset.store.run_store import RunStore
+from forenset.store.run_store import LockLostError, RunStore
+from forenset.store.storage import StorageError
 from forenset.tasks.base import ShardSpec, StageContext
 from forenset.worker import context_for, run_shards
 
@@ -39,11 +40,16 @@ if TYPE_CHECKING:
 
 
 def _shard_task_fn(
-    stage_name: str, specs: list[dict[str, Any]], run_uri: str, config_hash: str
+    stage_name: str,
+    specs: list[dict[str, Any]],
+    run_uri: str,
+    config_hash: str,
+    fence: str | None = None,
 ) -> list[dict[str, Any]]:
     ctx = context_for(run_uri, config_hash)  # the config itself is read from the run directory
     stage = stage_class(stage_name)(ctx)
-    return run_shards(stage, [ShardSpec.from_json(s) for s in specs])
+    # fence: the build's lock token, checked before each commit (forenset.store.lock)
+    return run_shards(stage, [ShardSpec.from_json(s) for s in specs], fence)
 
 
 def task_run_name(stage_name: str, specs: list[ShardSpec]) -> str:
@@ -177,8 +183,12 @@ async def build_flow_fn(
             result = await build  # the scheduler raises BuildInterrupted once shards are in
     except BuildInterrupted as e:
         return Cancelled(message=str(e))
-    except BuildFailed as e:  # one sentence, not a traceback in Prefect's crash report
-        return Failed(message=str(e))
+    except (
+        BuildFailed,
+        LockLostError,
+        StorageError,
+    ) as e:  # one sentence, not a traceback in Prefect's
+        return Failed(message=str(e))  # crash report (a lost lock: another build took over)
     if result.get("failed"):  # shards failed: the run says Failed, with counts and reasons
         return Failed(message=result["failed"], data=result)
     return result
@@ -265,6 +275,7 @@ def _build(
                         "specs": [spec.to_json() for spec in specs],
                         "run_uri": run_uri,
                         "config_hash": config_hash,
+                        "fence": ctx.store.lock_token(),
                     },
                 )
 
