@@ -46,6 +46,11 @@ def _shard_task_fn(
     config_hash: str,
     fence: str | None = None,
 ) -> list[dict[str, Any]]:
+    from forenset.flows.ephemeral import reap_servers_started_here
+
+    # a worker without PREFECT_API_URL (a Dask worker) got an ephemeral API server of its own
+    # from Prefect's task engine: it must stop with the worker (docs/cluster.md)
+    reap_servers_started_here()
     ctx = context_for(run_uri, config_hash)  # the config itself is read from the run directory
     stage = stage_class(stage_name)(ctx)
     # fence: the build's lock token, checked before each commit (forenset.store.lock)

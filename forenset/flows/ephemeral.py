@@ -120,3 +120,24 @@ def stop_with_this_process(pid: int | None) -> None:
             watchdog.stdin.write(f"{pid}\n")
             watchdog.stdin.flush()
             pids.add(pid)
+
+
+def reap_servers_started_here() -> list[int]:
+    """Worker side: hand every ephemeral API server this process has started to the watchdog,
+    so that it stops when this process ends, however it ends. Returns their pids.
+
+    A Dask worker (or any process running forenset's shard tasks) started without
+    ``PREFECT_API_URL`` gets an ephemeral server of its own from Prefect's task engine, before
+    any forenset code runs; Prefect stops it only from ``atexit``, which a stopped or killed
+    worker skips (the server then ran on, orphaned). Cheap enough to call from every shard
+    task: nothing is imported, and a pid is registered once."""
+    mod = sys.modules.get("prefect.server.api.server")
+    if mod is None:  # no server was ever started in this process
+        return []
+    pids = []
+    for server in list(getattr(mod.SubprocessASGIServer, "_instances", {}).values()):
+        proc = getattr(server, "server_process", None)
+        if proc is not None and proc.poll() is None:
+            stop_with_this_process(proc.pid)
+            pids.append(proc.pid)
+    return pids
