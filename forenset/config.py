@@ -291,12 +291,13 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
 
 
 # What one config may cost to load. PyYAML's safe loader (pure Python: libyaml's composer
-# overflows the C stack on deep nesting) reads ~0.3 MB/s on a loaded 2-core machine, and every
-# value becomes a validated pydantic field that the build hashes, saves and sends: 1 MiB and
-# 250,000 values (aliases counted as the copies they stand for) bound both time and memory,
-# ~100 x the largest example config.
-CONFIG_MAX_BYTES = 1024 * 1024
-CONFIG_MAX_NODES = 250_000
+# overflows the C stack on deep nesting) reads ~0.3 MB/s on a quiet 2-core machine, and every
+# value becomes a validated pydantic field that the build hashes, saves and sends: 256 KiB and
+# 100,000 values (aliases counted as the copies they stand for) bound both time and memory;
+# the largest example config is 4.6 KB. Long lists (photos, prompts) belong in files that
+# sources read, not in the config.
+CONFIG_MAX_BYTES = 256 * 1024
+CONFIG_MAX_NODES = 100_000
 CONFIG_MAX_DEPTH = 64
 
 

@@ -69,7 +69,17 @@ def finite(value: Any) -> float | None:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a mapping that repeats a key."""
+    """PyYAML's safe loader, refusing a mapping that repeats a key, and composing at most
+    ``max_nodes`` nodes (``load_yaml`` sets it): a document far over the bound stops there."""
+
+    max_nodes: int | None = None
+    _composed = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._composed += 1
+        if self.max_nodes is not None and self._composed > self.max_nodes:
+            raise YAMLTooLarge(f"it holds more than {self.max_nodes:,} values")
+        return super().compose_node(parent, index)
 
 
 def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -159,6 +169,7 @@ def load_yaml(
     ``YAMLTooLarge`` (a ``yaml.YAMLError``) for a document whose expansion, aliases counted as
     copies, exceeds ``max_nodes`` values or ``max_depth`` levels (checked before construction)."""
     loader = _UniqueKeyLoader(text)
+    loader.max_nodes = max_nodes
     try:
         try:
             node = loader.get_single_node()
