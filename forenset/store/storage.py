@@ -27,6 +27,7 @@ from forenset.confbase import Strict, url_userinfo, userinfo_problem
 from forenset.errors import ForensetError
 
 ENV_VAR = "FORENSET_STORAGE"
+CONNECT_TIMEOUT_S = 10  # per connection attempt to an S3 endpoint
 # options that would put a secret into the config (fsspec / s3fs / gcsfs spellings)
 _SECRET_KEYS = {
     "key",
@@ -143,6 +144,10 @@ def storage_options(uri: str, storage: StorageConfig | None = None) -> dict[str,
             opts["anon"] = True
         if client:
             opts["client_kwargs"] = client
+        # botocore waits 60 s per connection attempt by default (times its retries, times
+        # s3fs's): an endpoint that drops packets would hold a build for many minutes before
+        # its sentence (forenset.store.storage.unreachable_error)
+        opts["config_kwargs"] = {"connect_timeout": CONNECT_TIMEOUT_S}
     elif proto == "gcs":
         if storage.endpoint:
             opts["endpoint_url"] = storage.endpoint
@@ -199,7 +204,7 @@ def endpoint_of(uri: str, storage: StorageConfig | None = None) -> str:
     env = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     ep = storage.endpoint or (env if proto == "s3" else None)
     if ep:
-        return ep
+        return url_userinfo(ep) or ep  # an endpoint from the environment may hold a key
     return {"s3": "AWS S3 (no endpoint set)", "gcs": "Google Cloud Storage"}.get(proto, proto)
 
 
@@ -222,8 +227,10 @@ class _Guarded:
         self._storage = storage
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_fs", "_uri", "_storage"):
+            raise AttributeError(name)  # (unpickling looks these up before __dict__ is set)
         attr = getattr(self._fs, name)
-        if not callable(attr) or name.startswith("__"):
+        if not callable(attr):
             return attr
 
         def call(*args: Any, **kwargs: Any) -> Any:
