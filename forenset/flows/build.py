@@ -392,7 +392,7 @@ def run_build(
     ``on_interrupt`` runs once, on the event loop's thread (the main thread when called from
     the main thread), when the first Ctrl-C has stopped new work and the build waits for its
     running shards: the CLI says so there and arms a second Ctrl-C to quit at once."""
-    from forenset.flows.ephemeral import reap_server_with_this_process
+    from forenset.flows.ephemeral import reap_server_with_this_process, share_with_local_workers
 
     store = RunStore(run_uri, cfg.storage)
     store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
@@ -406,7 +406,13 @@ def run_build(
 
     try:
         reap_server_with_this_process()  # a killed build leaves no orphaned ephemeral API server
-        state = run_coroutine(build_flow(run_uri, cfg.resolved(), retry_errors, return_state=True))
+        # this host's workers report to that server instead of starting their own; workers of a
+        # remote cluster (address:) cannot reach it and keep their own (reaped with them)
+        remote = any(rc.address for rc in cfg.runners.values())
+        with share_with_local_workers(not remote):
+            state = run_coroutine(
+                build_flow(run_uri, cfg.resolved(), retry_errors, return_state=True)
+            )
         return result_of_state(state)
     except CancelledRun as e:  # Ctrl-C: the flow run ended Cancelled after running shards committed
         raise BuildInterrupted(str(e)) from None

@@ -141,3 +141,24 @@ def reap_servers_started_here() -> list[int]:
             stop_with_this_process(proc.pid)
             pids.append(proc.pid)
     return pids
+
+
+def share_with_local_workers(enabled: bool = True) -> Any:
+    """A context in which this process's ephemeral API server is Prefect's ``PREFECT_API_URL``,
+    so that the processes a build starts on this host (a process pool, a local Dask cluster)
+    report to it instead of each starting an ephemeral server of its own: Prefect hands a task
+    the settings of the process that submits it, and with no URL there a worker's task engine
+    starts a server (5-15 s, ~225 MB and one more writer of the same SQLite file, per worker).
+    A no-op when ``enabled`` is false (workers on other hosts cannot reach a loopback server:
+    they need a ``PREFECT_API_URL`` of their own, docs/cluster.md) or no server runs here."""
+    from contextlib import nullcontext
+
+    mod = sys.modules.get("prefect.server.api.server")
+    if not enabled or mod is None:
+        return nullcontext()
+    server = mod.SubprocessASGIServer()  # the instance reap_server_with_this_process started
+    if server.server_process is None or server.server_process.poll() is not None:
+        return nullcontext()
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    return temporary_settings(updates={PREFECT_API_URL: server.api_url})

@@ -60,3 +60,52 @@ def test_a_workers_ephemeral_server_stops_with_the_worker(tmp_path):
             worker.wait()
         if server is not None and server.is_running():
             server.kill()
+
+
+@pytest.mark.slow
+def test_local_process_workers_report_to_the_builds_server(tmp_path):
+    """A build on a process pool: its workers report to the build's ephemeral server instead of
+    starting one each (seen before: one more server per worker, all writing one SQLite file)."""
+    import time
+
+    import yaml
+
+    from tests.reliability.clikit import descendants, tiny_config_dict
+
+    cfg = tmp_path / "cfg.yaml"
+    d = tiny_config_dict(tmp_path / "run")
+    d["runners"] = {"default": {"kind": "processes", "max_workers": 2}}
+    cfg.write_text(yaml.safe_dump(d))
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    build = subprocess.Popen(
+        [sys.executable, "-m", "forenset.cli", "build", str(cfg)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    servers: set[int] = set()
+    workers_seen = 0
+    try:
+        deadline = time.monotonic() + 400
+        while build.poll() is None and time.monotonic() < deadline:
+            kids = descendants(build.pid)
+            for pid in kids:
+                try:
+                    cmd = " ".join(psutil.Process(pid).cmdline())
+                except psutil.Error:
+                    continue
+                if "prefect.server.api.server:create_app" in cmd:  # uvicorn, not the watchdog
+                    servers.add(pid)
+                elif "multiprocessing" in cmd:
+                    workers_seen += 1
+            time.sleep(0.2)
+        _, err = build.communicate(timeout=60)
+    finally:
+        if build.poll() is None:
+            os.killpg(build.pid, signal.SIGKILL)
+            build.communicate()
+    assert build.returncode == 0, err[-3000:]
+    assert workers_seen, "no process-pool worker was seen: nothing checked"
+    assert len(servers) == 1, f"{len(servers)} Prefect servers for one build"
