@@ -88,7 +88,14 @@ def use_storage(storage: StorageConfig | None) -> None:
 def default_storage() -> StorageConfig:
     """The settings this process inherited (``use_storage`` here or in a parent), else none."""
     raw = os.environ.get(ENV_VAR)
-    return StorageConfig.model_validate_json(raw) if raw else StorageConfig()
+    if not raw:
+        return StorageConfig()
+    try:
+        return StorageConfig.model_validate_json(raw)
+    except ValueError as e:  # pydantic's ValidationError: one sentence, not its report
+        errs = getattr(e, "errors", lambda: [])()
+        why = str(errs[0].get("msg", e)).removeprefix("Value error, ") if errs else str(e)
+        raise StorageError(f"{ENV_VAR} is not valid storage settings: {why}.") from None
 
 
 def _credentials(block: str) -> dict[str, Any]:

@@ -132,6 +132,15 @@ def test_run_build_refuses_before_prefect_sees_a_parameter(tmp_path, monkeypatch
     assert called == []
 
 
+def test_url_credentials_in_forenset_storage_are_one_sentence(monkeypatch):
+    monkeypatch.setenv("FORENSET_STORAGE", json.dumps({"endpoint": USERINFO_URL}))
+    with pytest.raises(StorageError) as e:
+        RunStore("s3://bucket/run")
+    msg = str(e.value)
+    assert msg.startswith("FORENSET_STORAGE is not valid storage settings: endpoint holds a URL")
+    assert SECRET not in msg and "\n" not in msg
+
+
 # -- 3. a gs:// run dir without gcsfs ---------------------------------------------------------
 def test_gs_without_gcsfs_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "gcsfs", None)  # as if not installed
