@@ -93,7 +93,7 @@ def default_storage() -> StorageConfig:
     try:
         return StorageConfig.model_validate_json(raw)
     except ValueError as e:  # pydantic's ValidationError: one sentence, not its report
-        errs = getattr(e, "errors", lambda: [])()
+        errs: list[Any] = getattr(e, "errors", lambda: [])()
         why = str(errs[0].get("msg", e)).removeprefix("Value error, ") if errs else str(e)
         raise StorageError(f"{ENV_VAR} is not valid storage settings: {why}.") from None
 
