@@ -14,6 +14,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+# status/query/export on s3:// (forenset.store.storage.use_endpoint)
+ENDPOINT_HELP = (
+    "S3-compatible endpoint of an s3:// run directory (default: AWS_ENDPOINT_URL or "
+    "FORENSET_STORAGE; keys from AWS_* or a profile)."
+)
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -44,9 +50,12 @@ def _root(
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
+    from rich.markup import escape
+
     from forenset.errors import clip
 
-    err.print(f"[bold red]error:[/] {clip(message, 2000)}")  # a 5 MB id is not echoed whole
+    # a 5 MB id is not echoed whole; "forenset[gcs]" is no markup
+    err.print(f"[bold red]error:[/] {escape(clip(message, 2000))}")
     raise typer.Exit(code)
 
 
@@ -265,6 +274,7 @@ def build(
     from forenset.config import ConfigError, load_config
     from forenset.errors import RunnerUnavailable
     from forenset.store.run_store import RunLockedError
+    from forenset.store.storage import StorageError
 
     try:
         cfg = load_config(config)
@@ -331,6 +341,8 @@ def build(
             fail(str(e))
         except RunnerUnavailable as e:  # a cluster that is down or refuses us: not the run dir
             fail(str(e))
+        except StorageError as e:  # endpoint down, driver missing, credentials in the URI
+            fail(str(e), code=1)
         except (PermissionError, OSError) as e:
             where = f" ({e.filename})" if getattr(e, "filename", None) else ""
             fail(f"cannot write to run directory {run_uri}{where}: {e.strerror or e}")
@@ -466,10 +478,13 @@ def status(
         bool,
         typer.Option("--funnel", help="Rows kept at each step, per generator and kind, and why."),
     ] = False,
+    endpoint_url: Annotated[str | None, typer.Option("--endpoint-url", help=ENDPOINT_HELP)] = None,
 ) -> None:
     """Per stage: shards done/pending, rows ok/error, kept/discarded (from shard footers, no data scan)."""
+    from forenset.store.storage import use_endpoint
     from forenset.store.views import gate_tables
 
+    use_endpoint(endpoint_url)
     store = _open(run_dir)
     state = store.read_json("state.json", default={}) or {}
     # stage names in DAG order from the build's own record: status imports no stage code
@@ -596,12 +611,15 @@ def query(
     ],
     format: Annotated[str, typer.Option("--format", "-f", help="table | csv | json")] = "table",
     limit: Annotated[int, typer.Option(help="Rows shown in table format.")] = 50,
+    endpoint_url: Annotated[str | None, typer.Option("--endpoint-url", help=ENDPOINT_HELP)] = None,
 ) -> None:
     """Run SQL over the stage tables with DuckDB."""
     import duckdb
 
+    from forenset.store.storage import use_endpoint
     from forenset.store.views import connect, table_names
 
+    use_endpoint(endpoint_url)
     if format not in ("table", "csv", "json"):
         fail("--format must be one of table, csv, json")
     store = _open(run_dir)
@@ -697,6 +715,8 @@ def main() -> None:
     # the sub-apps import the perturbation catalogue and exporters (~0.5 s): only when needed
     if len(sys.argv) < 2 or sys.argv[1] not in CORE_COMMANDS:
         _mount_subapps()
+    from forenset.store.storage import StorageError
+
     fast = len(sys.argv) > 1 and sys.argv[1] in FAST_EXIT
     try:
         app()
@@ -704,6 +724,15 @@ def main() -> None:
         if fast:
             _exit_now(done.code)
         raise
+    except StorageError as e:  # the store, not the input: exit 1 (unreachable, no driver...)
+        from rich.markup import escape
+
+        from forenset.redact import redact
+
+        err.print(f"[bold red]error:[/] {escape(redact(str(e)))}")
+        if fast:
+            _exit_now(1)
+        sys.exit(1)
     except (OSError, UnicodeDecodeError, ValueError, RuntimeError) as e:
         # the last net under every command: bad input answers with one sentence, exit 2
         # (programming errors of other kinds still show their traceback)

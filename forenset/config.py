@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 import yaml
 from pydantic import Field, ValidationError, create_model, model_validator
 
-from forenset.confbase import ConfigError, Strict, operational
+from forenset.confbase import ConfigError, Strict, find_userinfo, operational, userinfo_problem
 from forenset.exports.settings import ExportSettings
 from forenset.stages import stage_classes
 from forenset.store.storage import StorageConfig
@@ -330,7 +330,15 @@ def format_validation_error(exc: ValidationError, source: str, model: Any = None
     return f"Invalid config {source}: {msg}{more}."
 
 
-CONFIG_MAX_BYTES = 16 * 1024 * 1024
+# What one config may cost to load. PyYAML's safe loader (pure Python: libyaml's composer
+# overflows the C stack on deep nesting) reads ~0.3 MB/s on a quiet 2-core machine, and every
+# value becomes a validated pydantic field that the build hashes, saves and sends: 256 KiB and
+# 100,000 values (aliases counted as the copies they stand for) bound both time and memory;
+# the largest example config is 4.6 KB. Long lists (photos, prompts) belong in files that
+# sources read, not in the config.
+CONFIG_MAX_BYTES = 256 * 1024
+CONFIG_MAX_NODES = 100_000
+CONFIG_MAX_DEPTH = 64
 
 
 def load_config(
@@ -341,7 +349,7 @@ def load_config(
     CLI answers at once instead of when the stage runs (``validate_config`` does not ask: a
     config built in code may name inputs made later)."""
     from forenset.paths import read_text_file
-    from forenset.strict import load_yaml
+    from forenset.strict import YAMLTooLarge, load_yaml
 
     p = Path(path) if path else DEFAULT_CONFIG
     if not p.exists():
@@ -351,7 +359,10 @@ def load_config(
     except OSError as e:
         raise ConfigError(f"Config file {p} cannot be read: {e.strerror or e}.") from None
     try:
-        data = load_yaml(text) or {}  # a repeated key is an error, not "the last one wins"
+        # a repeated key is an error, not "the last one wins"; aliases count as copies
+        data = load_yaml(text, max_nodes=CONFIG_MAX_NODES, max_depth=CONFIG_MAX_DEPTH) or {}
+    except YAMLTooLarge as e:
+        raise ConfigError(f"Config file {p} is too large to load: {e}.") from None
     except yaml.YAMLError as e:
         raise ConfigError(
             f"Config file {p} is not valid YAML ({str(e).splitlines()[0]})."
@@ -369,6 +380,9 @@ def load_config(
 
 
 def validate_config(data: dict[str, Any], source: str = "<dict>") -> BuildConfig:
+    found = find_userinfo(data)  # at any depth (a stage's free-form options too)
+    if found:
+        raise ConfigError(f"Invalid config {source}: {userinfo_problem(*found)}.")
     try:
         return BuildConfig.model_validate(data)
     except ValidationError as e:

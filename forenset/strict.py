@@ -69,7 +69,17 @@ def finite(value: Any) -> float | None:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a mapping that repeats a key."""
+    """PyYAML's safe loader, refusing a mapping that repeats a key, and composing at most
+    ``max_nodes`` nodes (``load_yaml`` sets it): a document far over the bound stops there."""
+
+    max_nodes: int | None = None
+    _composed = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._composed += 1
+        if self.max_nodes is not None and self._composed > self.max_nodes:
+            raise YAMLTooLarge(f"it holds more than {self.max_nodes:,} values")
+        return super().compose_node(parent, index)
 
 
 def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -96,9 +106,81 @@ def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = Fals
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
-def load_yaml(text: str) -> Any:
-    """``yaml.safe_load`` that raises ``yaml.YAMLError`` on a repeated key."""
-    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader subclass
+# What one YAML document may expand to, counted on the composed node graph before any Python
+# object is built: an alias counts as a full copy of what it names (its value is copied by
+# every consumer that walks it: validation, hashing, JSON dumps), so a "billion laughs" bomb of
+# a few hundred bytes is refused at load instead of costing gigabytes later.
+YAML_MAX_NODES = 2_000_000
+YAML_MAX_DEPTH = 100
+
+
+class YAMLTooLarge(yaml.YAMLError):
+    """A YAML document that expands beyond the node or depth bound (one sentence)."""
+
+
+def _expanded_size(root: yaml.Node, max_nodes: int, max_depth: int) -> int:
+    """Values ``root`` stands for once every alias is expanded; YAMLTooLarge past the bounds.
+
+    Memoised per node, so the count costs one visit per distinct node however many times the
+    aliases repeat it; a node that contains itself (``&a [*a]``) is refused."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    # iterative post-order walk: (node, depth, children pushed?)
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, expanded = stack.pop()
+        key = id(node)
+        if depth > max_depth:
+            raise YAMLTooLarge(f"it nests deeper than {max_depth} levels")
+        if not expanded:
+            if key in sizes:
+                continue
+            if key in open_:
+                raise YAMLTooLarge("an alias refers to a value that contains it")
+            if isinstance(node, yaml.SequenceNode):
+                children = list(node.value)
+            elif isinstance(node, yaml.MappingNode):
+                children = [n for pair in node.value for n in pair]
+            else:
+                sizes[key] = 1
+                continue
+            open_.add(key)
+            stack.append((node, depth, True))
+            stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = [n for pair in node.value for n in pair]
+        total = 1 + sum(sizes[id(c)] for c in children)
+        if total > max_nodes:
+            raise YAMLTooLarge(
+                f"it expands to more than {max_nodes:,} values (YAML aliases repeat what they name)"
+            )
+        sizes[key] = total
+        open_.discard(key)
+    return sizes[id(root)]
+
+
+def load_yaml(
+    text: str, *, max_nodes: int = YAML_MAX_NODES, max_depth: int = YAML_MAX_DEPTH
+) -> Any:
+    """``yaml.safe_load`` that raises ``yaml.YAMLError`` on a repeated key, and
+    ``YAMLTooLarge`` (a ``yaml.YAMLError``) for a document whose expansion, aliases counted as
+    copies, exceeds ``max_nodes`` values or ``max_depth`` levels (checked before construction)."""
+    loader = _UniqueKeyLoader(text)
+    loader.max_nodes = max_nodes
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:  # the composer recurses per level: deeper than Python's stack
+            raise YAMLTooLarge(f"it nests deeper than {max_depth} levels") from None
+        if node is None:
+            return None
+        _expanded_size(node, max_nodes, max_depth)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

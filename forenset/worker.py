@@ -13,8 +13,8 @@ from forenset.config import BuildConfig
 from forenset.errors import ConfigurationError
 from forenset.redact import install_log_redaction, redact_table, remember_config
 from forenset.runtime import tune_allocator
-from forenset.store.run_store import RunStore, ShardInfo
-from forenset.store.storage import use_storage
+from forenset.store.run_store import LockLostError, RunStore, ShardInfo
+from forenset.store.storage import StorageError, use_storage
 from forenset.tasks.base import ContractError, ShardSpec, Stage, StageContext
 
 _CTX: dict[tuple[str, str], StageContext] = {}
@@ -71,7 +71,7 @@ def _guard_secrets(config: Any) -> None:
     _GUARDED.add(id(config))
 
 
-def execute_shard(stage: Stage, spec: ShardSpec) -> ShardInfo:
+def execute_shard(stage: Stage, spec: ShardSpec, fence: str | None = None) -> ShardInfo:
     if stage.ctx.config.tune_allocator:  # once per worker process; see forenset/runtime.py
         tune_allocator()
     _guard_secrets(stage.ctx.config)
@@ -90,23 +90,28 @@ def execute_shard(stage: Stage, spec: ShardSpec) -> ShardInfo:
         counts=counts,
         inputs=spec.input_ids(),
         content_columns=(stage.key, "status", "error"),
+        fence=fence,  # the build's lock token: a build that lost its lock commits nothing
     )
 
 
-def run_shards(stage: Stage, specs: list[ShardSpec]) -> list[dict[str, Any]]:
+def run_shards(
+    stage: Stage, specs: list[ShardSpec], fence: str | None = None
+) -> list[dict[str, Any]]:
     """Run a bundle of shards of one stage in this worker, one after another.
 
     Each shard commits on its own, so resume granularity stays the shard. One outcome per spec,
     in order: ``{"info": <ShardInfo JSON>}`` or ``{"error": "<Type>: <message>"}``; a failing
     shard is reported and the rest of the bundle still runs. A ``ConfigurationError`` or a
     broken contract would fail every shard alike: it is marked ``fatal`` (the scheduler stops
-    the build with its sentence) and the rest of the bundle is not tried."""
+    the build with its sentence) and the rest of the bundle is not tried; so are a lost lock
+    (``LockLostError``: another build took the run over, ``fence`` is the token of ours) and a
+    store that does not answer (``StorageError``: every shard would wait on it alike)."""
     out: list[dict[str, Any]] = []
     for spec in specs:
         try:
-            out.append({"info": execute_shard(stage, spec).to_json()})
-        except (ConfigurationError, ContractError) as e:
-            err = {"error": str(e) if isinstance(e, ConfigurationError) else repr(e), "fatal": True}
+            out.append({"info": execute_shard(stage, spec, fence).to_json()})
+        except (ConfigurationError, ContractError, LockLostError, StorageError) as e:
+            err = {"error": repr(e) if isinstance(e, ContractError) else str(e), "fatal": True}
             return out + [err] * (len(specs) - len(out))
         except Exception as e:  # noqa: BLE001 - reported per shard by the scheduler
             out.append({"error": f"{type(e).__name__}: {e}"})

@@ -8,6 +8,12 @@ from typing import Annotated
 
 import typer
 
+# status/query/export on s3:// (forenset.store.storage.use_endpoint)
+ENDPOINT_HELP = (
+    "S3-compatible endpoint of an s3:// run directory (default: AWS_ENDPOINT_URL or "
+    "FORENSET_STORAGE; keys from AWS_* or a profile)."
+)
+
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Exports and the dataset report."
 )
@@ -63,10 +69,14 @@ def export_cmd(
         str | None,
         typer.Option("--detector", help="xdd: the detector whose submission zip is written."),
     ] = None,
+    endpoint_url: Annotated[str | None, typer.Option("--endpoint-url", help=ENDPOINT_HELP)] = None,
 ) -> None:
     """Export the dataset in one format, reading the stage tables of RUN_DIR."""
     from pydantic import ValidationError
 
+    from forenset.store.storage import use_endpoint
+
+    use_endpoint(endpoint_url)
     if format == "xdd":  # the XPlainVerse challenge's reference + submission zip(s)
         from forenset.benchmarks.xdd.export import export_xdd
         from forenset.exports.data import default_out

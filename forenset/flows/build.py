@@ -30,7 +30,8 @@ from forenset.scheduler import (
     progress_line,
 )
 from forenset.stages import stage_class, stage_names
-from forenset.store.run_store import RunStore
+from forenset.store.run_store import LockLostError, RunStore
+from forenset.store.storage import StorageError
 from forenset.tasks.base import ShardSpec, StageContext
 from forenset.worker import context_for, run_shards
 
@@ -41,11 +42,21 @@ if TYPE_CHECKING:
 
 
 def _shard_task_fn(
-    stage_name: str, specs: list[dict[str, Any]], run_uri: str, config_hash: str
+    stage_name: str,
+    specs: list[dict[str, Any]],
+    run_uri: str,
+    config_hash: str,
+    fence: str | None = None,
 ) -> list[dict[str, Any]]:
+    from forenset.flows.ephemeral import reap_servers_started_here
+
+    # a worker without PREFECT_API_URL (a Dask worker) got an ephemeral API server of its own
+    # from Prefect's task engine: it must stop with the worker (docs/cluster.md)
+    reap_servers_started_here()
     ctx = context_for(run_uri, config_hash)  # the config itself is read from the run directory
     stage = stage_class(stage_name)(ctx)
-    return run_shards(stage, [ShardSpec.from_json(s) for s in specs])
+    # fence: the build's lock token, checked before each commit (forenset.store.lock)
+    return run_shards(stage, [ShardSpec.from_json(s) for s in specs], fence)
 
 
 def task_run_name(stage_name: str, specs: list[ShardSpec]) -> str:
@@ -237,8 +248,10 @@ async def build_flow_fn(
             result = await build  # the scheduler raises BuildInterrupted once shards are in
     except BuildInterrupted as e:
         return Cancelled(message=str(e))
-    except BuildFailed as e:  # one sentence, not a traceback in Prefect's crash report
-        return Failed(message=str(e))
+    except (BuildFailed, LockLostError, StorageError) as e:  # one sentence, not a traceback in
+        return Failed(
+            message=str(e)
+        )  # Prefect's crash report (a lost lock: another build took over)
     except OSError as e:  # the run dir cannot be written (a full disk during the export …):
         # a Failed state with the error, which run_build raises for the CLI's one sentence;
         # raised from here, Prefect would print its traceback first
@@ -330,6 +343,7 @@ def _build(
                         "specs": [spec.to_json() for spec in specs],
                         "run_uri": run_uri,
                         "config_hash": config_hash,
+                        "fence": ctx.store.lock_token(),
                     },
                 )
 
@@ -441,7 +455,7 @@ def run_build(
     ``on_interrupt`` runs once, on the event loop's thread (the main thread when called from
     the main thread), when the first Ctrl-C has stopped new work and the build waits for its
     running shards: the CLI says so there and arms a second Ctrl-C to quit at once."""
-    from forenset.flows.ephemeral import reap_server_with_this_process
+    from forenset.flows.ephemeral import reap_server_with_this_process, share_with_local_workers
 
     store = RunStore(run_uri, cfg.storage)
     store.acquire_lock()  # before the flow starts, so a refusal is one sentence, not a failed run
@@ -456,7 +470,13 @@ def run_build(
     try:
         _quiet_storage_failure_echo()
         reap_server_with_this_process()  # a killed build leaves no orphaned ephemeral API server
-        state = run_coroutine(build_flow(run_uri, cfg.resolved(), retry_errors, return_state=True))
+        # this host's workers report to that server instead of starting their own; workers of a
+        # remote cluster (address:) cannot reach it and keep their own (reaped with them)
+        remote = any(rc.address for rc in cfg.runners.values())
+        with share_with_local_workers(not remote):
+            state = run_coroutine(
+                build_flow(run_uri, cfg.resolved(), retry_errors, return_state=True)
+            )
         return result_of_state(state)
     except CancelledRun as e:  # Ctrl-C: the flow run ended Cancelled after running shards committed
         raise BuildInterrupted(str(e)) from None

@@ -120,3 +120,45 @@ def stop_with_this_process(pid: int | None) -> None:
             watchdog.stdin.write(f"{pid}\n")
             watchdog.stdin.flush()
             pids.add(pid)
+
+
+def reap_servers_started_here() -> list[int]:
+    """Worker side: hand every ephemeral API server this process has started to the watchdog,
+    so that it stops when this process ends, however it ends. Returns their pids.
+
+    A Dask worker (or any process running forenset's shard tasks) started without
+    ``PREFECT_API_URL`` gets an ephemeral server of its own from Prefect's task engine, before
+    any forenset code runs; Prefect stops it only from ``atexit``, which a stopped or killed
+    worker skips (the server then ran on, orphaned). Cheap enough to call from every shard
+    task: nothing is imported, and a pid is registered once."""
+    mod = sys.modules.get("prefect.server.api.server")
+    if mod is None:  # no server was ever started in this process
+        return []
+    pids = []
+    for server in list(getattr(mod.SubprocessASGIServer, "_instances", {}).values()):
+        proc = getattr(server, "server_process", None)
+        if proc is not None and proc.poll() is None:
+            stop_with_this_process(proc.pid)
+            pids.append(proc.pid)
+    return pids
+
+
+def share_with_local_workers(enabled: bool = True) -> Any:
+    """A context in which this process's ephemeral API server is Prefect's ``PREFECT_API_URL``,
+    so that the processes a build starts on this host (a process pool, a local Dask cluster)
+    report to it instead of each starting an ephemeral server of its own: Prefect hands a task
+    the settings of the process that submits it, and with no URL there a worker's task engine
+    starts a server (5-15 s, ~225 MB and one more writer of the same SQLite file, per worker).
+    A no-op when ``enabled`` is false (workers on other hosts cannot reach a loopback server:
+    they need a ``PREFECT_API_URL`` of their own, docs/cluster.md) or no server runs here."""
+    from contextlib import nullcontext
+
+    mod = sys.modules.get("prefect.server.api.server")
+    if not enabled or mod is None:
+        return nullcontext()
+    server = mod.SubprocessASGIServer()  # the instance reap_server_with_this_process started
+    if server.server_process is None or server.server_process.poll() is not None:
+        return nullcontext()
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    return temporary_settings(updates={PREFECT_API_URL: server.api_url})

@@ -15,7 +15,17 @@ aside first (one renamer wins) and then creates anew; on object stores it delete
 conditionally, then re-reads the lock to confirm the token, so two takers do not both proceed
 (left open: two takers of one expired lock whose read-to-delete steps interleave within the
 ~50 ms confirmation wait; S3 has no conditional delete that s3fs exposes). Clocks of the hosts
-must agree to well within the lease (NTP does).
+must agree to well within the lease (NTP does); a heartbeat more than the lease in the future
+(a clock ahead) counts as stale, and the refusal of one less far ahead says the clocks disagree.
+
+Fencing: the lock's random token is its generation (a takeover writes a new one). Before every
+commit (a shard, a manifest, ``state.json``, ``config.yaml``) the store re-reads the lock and
+compares the token with the one it holds (``RunLock.check``); shard tasks in other processes
+get the holder's token with their parameters. A holder that was paused past its lease (SIGSTOP,
+a frozen VM) and lost the lock therefore stops at its next commit with ``LockLostError``, one
+sentence. What is left: the read and the write are two steps, so a takeover that lands between
+them (a pause of exactly that moment) lets one more commit through; object stores offer no
+write conditioned on *another* object (S3's ``If-Match`` covers only the object written).
 """
 
 from __future__ import annotations
@@ -38,6 +48,26 @@ LOCK_NAME = "build.lock"
 
 class RunLockedError(ForensetError, RuntimeError):
     """Another build holds the run directory."""
+
+
+class LockLostError(ForensetError, RuntimeError):
+    """This build's lease on the run directory expired and another build took it over: it must
+    not commit anything more (fencing). The message is one sentence naming the new holder."""
+
+
+def lost_message(uri: str, held: dict[str, Any] | None) -> str:
+    """The one sentence of a build that lost its lock to ``held`` (None: the lock is gone)."""
+    if held:
+        who = f"process {held.get('pid')} on host {held.get('host')}"
+        by = f"taken over by {who}"
+    else:
+        by = "removed"
+    return (
+        f"This build lost its lock on run directory {uri}: its lease expired (the process was "
+        f"paused, or could not renew it in time) and the lock was {by}; it stopped before its "
+        "next commit, so nothing of it mixes with the other build's files; run the same "
+        "command again once that build is done to resume."
+    )
 
 
 def _now() -> float:
@@ -75,6 +105,8 @@ class RunLock:
         self.posix = posix
         self.token = uuid.uuid4().hex
         self.doc: dict[str, Any] = {}
+        self.lost: str | None = None  # the sentence, once another build took the lock over
+        self.took_over: str | None = None  # why the lock we replaced was stale, when we did
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -173,8 +205,14 @@ class RunLock:
         if "heartbeat" not in held:  # a lock of an older version: only its pid can tell
             return None
         age = _now() - float(held["heartbeat"])
-        if age > float(held.get("lease_s") or self.lease_s):
+        lease = float(held.get("lease_s") or self.lease_s)
+        if age > lease:
             return f"heartbeat {age:.0f} s old"
+        if -age > lease:  # written "in the future": a clock ahead by more than the lease
+            return (
+                f"heartbeat {-age:.0f} s in the future: the clocks of host {held.get('host')} "
+                f"and this host {me} disagree by more than the {lease:.0f} s lease"
+            )
         return None
 
     def refusal(self, held: dict[str, Any]) -> str:
@@ -186,6 +224,13 @@ class RunLock:
             )
         hb = float(held["heartbeat"])
         lease = float(held.get("lease_s") or self.lease_s)
+        if hb > _now() + 1:  # within the lease, but ahead of this host's clock
+            return (
+                f"Run directory {self.uri} is being built by {who} (last heartbeat {_stamp(hb)}, "
+                f"{hb - _now():.0f} s in the future: the clocks of that host and this one "
+                f"disagree); wait for it to finish, or fix the clocks (NTP): a heartbeat more "
+                f"than the {lease:.0f} s lease in the future counts as stale."
+            )
         return (
             f"Run directory {self.uri} is being built by {who} (last heartbeat {_stamp(hb)}, "
             f"{max(0.0, _now() - hb):.0f} s ago); wait for it to finish, or for its lease to "
@@ -204,9 +249,14 @@ class RunLock:
             held = self.read()
             if held is None:
                 continue  # released between our create and read
-            if self.stale_reason(held) is None:
+            reason = self.stale_reason(held)
+            if reason is None:
                 raise RunLockedError(self.refusal(held))
-            self._remove_stale(held)
+            if self._remove_stale(held):
+                self.took_over = (
+                    f"took over the lock of process {held.get('pid')} on host "
+                    f"{held.get('host')} ({reason})"
+                )
         held = self.read() or {}
         raise RunLockedError(self.refusal(held))
 
@@ -234,13 +284,33 @@ class RunLock:
 
     def heartbeat(self) -> bool:
         """Renew the lease; False (and the beats stop) when the lock is no longer ours."""
-        held = self.read() or {}
-        if held.get("token") != self.token:
-            self._stop.set()
+        held = self.read()
+        if (held or {}).get("token") != self.token:
+            self._lose(held)
             return False
         self.doc = {**self.doc, "heartbeat": _now()}
         self._overwrite(self.doc)
         return True
+
+    def _lose(self, held: dict[str, Any] | None) -> None:
+        if self.lost is None:
+            self.lost = lost_message(self.uri, held)
+        self._stop.set()
+
+    def check(self, token: str | None = None) -> None:
+        """Fencing, before every commit: the lock is still ``token``'s (default: ours), else
+        ``LockLostError``. Reads the lock (its token is its generation: a takeover writes a new
+        one): one small read locally, one GET on an object store. A process that only runs
+        shards for the holder passes the holder's token."""
+        mine = token is None or token == self.token
+        if mine and self.lost is not None:
+            raise LockLostError(self.lost)
+        held = self.read()
+        if (held or {}).get("token") != (token or self.token):
+            if mine:
+                self._lose(held)
+                raise LockLostError(self.lost or lost_message(self.uri, held))
+            raise LockLostError(lost_message(self.uri, held))
 
     def release(self) -> None:
         self._stop.set()

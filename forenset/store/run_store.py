@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from forenset.store.lock import LOCK_NAME, RunLock, RunLockedError
+from forenset.store.lock import LOCK_NAME, LockLostError, RunLock, RunLockedError
 from forenset.store.storage import StorageConfig, default_storage, open_fs
 
 META_KEY = b"forenset"
@@ -72,7 +72,7 @@ def write_atomic(fs: Any, root: str, final: str, data: bytes, *, fsync: bool = F
         raise
 
 
-__all__ = ["RunLockedError", "RunStore", "ShardInfo"]
+__all__ = ["LockLostError", "RunLockedError", "RunStore", "ShardInfo"]
 FOOTER_TAIL = 256 * 1024  # bytes read from a shard's end: the footer, or the whole small shard
 BLOB_CACHE_BYTES = 64 * 2**20  # blobs are immutable (content addressed): keep recent ones
 
@@ -134,8 +134,30 @@ class RunStore:
         return f"{proto}://{p}"
 
     # -- small files -----------------------------------------------------------
-    def write_bytes_atomic(self, rel: str, data: bytes) -> None:
-        """Readers never see a partial file: a rename locally, one PUT on object stores."""
+    def check_lock(self, fence: str | None = None) -> None:
+        """Fencing before a commit (``forenset.store.lock``): when this process holds the run's
+        lock, or ``fence`` names the holder's token (a shard task in another process), the lock
+        must still be that holder's, else ``LockLostError`` (one sentence). Nothing to check for
+        a write outside a build (no lock held, no fence)."""
+        key = self.path(LOCK_NAME)
+        held = _LOCKS.get(key)
+        if held is not None:
+            held[0].check(fence)
+        elif fence:
+            RunLock(
+                self.fs, key, self.uri, lease_s=self.storage.lock_lease_s, posix=self.is_local
+            ).check(fence)
+
+    def lock_token(self) -> str | None:
+        """The token of the lock this process holds on the run, else None (shard tasks carry it
+        to other processes for ``check_lock``)."""
+        held = _LOCKS.get(self.path(LOCK_NAME))
+        return held[0].token if held else None
+
+    def write_bytes_atomic(self, rel: str, data: bytes, *, fence: str | None = None) -> None:
+        """Readers never see a partial file: a rename locally, one PUT on object stores.
+        Fenced: a build that lost its lock commits nothing more (``check_lock``)."""
+        self.check_lock(fence)
         if self.is_local:
             write_atomic(self.fs, self.root, self.path(rel), data, fsync=True)
         else:
@@ -225,6 +247,7 @@ class RunStore:
         counts: dict[str, int] | None = None,
         inputs: dict[str, str] | None = None,
         content_columns: Iterable[str] = (),
+        fence: str | None = None,
     ) -> ShardInfo:
         partition = dict(partition or {})
         rel = shard_relpath(stage, shard_id, partition)
@@ -245,7 +268,7 @@ class RunStore:
         table = table.replace_schema_metadata(meta)
         buf = io.BytesIO()
         pq.write_table(table, buf, compression="zstd", row_group_size=10_000)
-        self.write_bytes_atomic(rel, buf.getvalue())
+        self.write_bytes_atomic(rel, buf.getvalue(), fence=fence)
         self._remember_shard(rel, buf.getvalue())
         return info
 

@@ -23,9 +23,11 @@ from typing import Any
 import fsspec
 from pydantic import Field, model_validator
 
-from forenset.confbase import Strict
+from forenset.confbase import Strict, url_userinfo, userinfo_problem
+from forenset.errors import ForensetError
 
 ENV_VAR = "FORENSET_STORAGE"
+CONNECT_TIMEOUT_S = 10  # per connection attempt to an S3 endpoint
 # options that would put a secret into the config (fsspec / s3fs / gcsfs spellings)
 _SECRET_KEYS = {
     "key",
@@ -86,7 +88,14 @@ def use_storage(storage: StorageConfig | None) -> None:
 def default_storage() -> StorageConfig:
     """The settings this process inherited (``use_storage`` here or in a parent), else none."""
     raw = os.environ.get(ENV_VAR)
-    return StorageConfig.model_validate_json(raw) if raw else StorageConfig()
+    if not raw:
+        return StorageConfig()
+    try:
+        return StorageConfig.model_validate_json(raw)
+    except ValueError as e:  # pydantic's ValidationError: one sentence, not its report
+        errs: list[Any] = getattr(e, "errors", lambda: [])()
+        why = str(errs[0].get("msg", e)).removeprefix("Value error, ") if errs else str(e)
+        raise StorageError(f"{ENV_VAR} is not valid storage settings: {why}.") from None
 
 
 def _credentials(block: str) -> dict[str, Any]:
@@ -103,6 +112,18 @@ def _credentials(block: str) -> dict[str, Any]:
 def protocol_of(uri: str) -> str:
     proto = uri.split("://", 1)[0] if "://" in uri else "file"
     return {"s3a": "s3", "gs": "gcs"}.get(proto, proto)
+
+
+def use_endpoint(endpoint_url: str | None) -> None:
+    """A command's ``--endpoint-url``: this process's stores (and the processes it starts) reach
+    S3 there, over what ``FORENSET_STORAGE`` or ``AWS_ENDPOINT_URL`` say. Refused, in one
+    sentence, when it holds a user name or password."""
+    if not endpoint_url:
+        return
+    masked = url_userinfo(endpoint_url)
+    if masked:
+        raise StorageError(f"The {userinfo_problem('--endpoint-url', masked)}.")
+    use_storage(default_storage().model_copy(update={"endpoint": endpoint_url}))
 
 
 def storage_options(uri: str, storage: StorageConfig | None = None) -> dict[str, Any]:
@@ -130,6 +151,10 @@ def storage_options(uri: str, storage: StorageConfig | None = None) -> dict[str,
             opts["anon"] = True
         if client:
             opts["client_kwargs"] = client
+        # botocore waits 60 s per connection attempt by default (times its retries, times
+        # s3fs's): an endpoint that drops packets would hold a build for many minutes before
+        # its sentence (forenset.store.storage.unreachable_error)
+        opts["config_kwargs"] = {"connect_timeout": CONNECT_TIMEOUT_S}
     elif proto == "gcs":
         if storage.endpoint:
             opts["endpoint_url"] = storage.endpoint
@@ -142,6 +167,122 @@ def storage_options(uri: str, storage: StorageConfig | None = None) -> dict[str,
     return opts
 
 
+class StorageError(ForensetError, OSError):
+    """The run directory's store cannot be used: its driver is not installed, its URI holds a
+    secret, or its endpoint does not answer. The message is one sentence naming what to check."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "storage error"
+
+
+# exceptions (by class name, so no driver is imported to name them) that say the endpoint did
+# not answer at all: botocore's, aiohttp's (s3fs, gcsfs) and the socket's own
+_UNREACHABLE = {
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "ConnectionClosedError",
+    "ReadTimeoutError",
+    "ClientConnectorError",
+    "ClientConnectionError",
+    "ServerDisconnectedError",
+    "ServerTimeoutError",
+    "ConnectionRefusedError",
+    "FSTimeoutError",
+}
+_DRIVERS = {"s3": ("s3fs", "s3"), "gcs": ("gcsfs", "gcs")}
+
+
+def unreachable(exc: BaseException) -> bool:
+    """``exc`` (or what caused it) says the store's endpoint could not be reached."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if any(c.__name__ in _UNREACHABLE for c in type(e).__mro__):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def endpoint_of(uri: str, storage: StorageConfig | None = None) -> str:
+    """The endpoint a store URI is reached at, as a user would name it."""
+    storage = storage or default_storage()
+    proto = protocol_of(uri)
+    env = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    ep = storage.endpoint or (env if proto == "s3" else None)
+    if ep:
+        return url_userinfo(ep) or ep  # an endpoint from the environment may hold a key
+    return {"s3": "AWS S3 (no endpoint set)", "gcs": "Google Cloud Storage"}.get(proto, proto)
+
+
+def unreachable_error(uri: str, storage: StorageConfig | None = None) -> StorageError:
+    ep = endpoint_of(uri, storage)
+    return StorageError(
+        f"Cannot reach the storage endpoint {ep} of {uri} (no connection, or it timed out): "
+        "check that the server is up and this host can reach it, and the endpoint "
+        "(storage.endpoint in the config, --endpoint-url, or AWS_ENDPOINT_URL)."
+    )
+
+
+class _Guarded:
+    """An object-store filesystem whose calls raise ``StorageError`` (one sentence naming the
+    endpoint) instead of a driver's traceback when the endpoint does not answer."""
+
+    def __init__(self, fs: Any, uri: str, storage: StorageConfig | None):
+        self._fs = fs
+        self._uri = uri
+        self._storage = storage
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_fs", "_uri", "_storage"):
+            raise AttributeError(name)  # (unpickling looks these up before __dict__ is set)
+        attr = getattr(self._fs, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except Exception as e:
+                if isinstance(e, StorageError) or not unreachable(e):
+                    raise
+                raise unreachable_error(self._uri, self._storage) from e
+
+        return call
+
+
+def check_uri(uri: str) -> None:
+    """Refuse a store URI with a user name or password in it (``s3://key:secret@bucket``): the
+    URI is saved with the build and sent to Prefect as a flow-run parameter."""
+    masked = url_userinfo(uri)
+    if masked:
+        raise StorageError(f"The run directory {userinfo_problem('URI', masked)}.")
+
+
 def open_fs(uri: str, storage: StorageConfig | None = None) -> tuple[Any, str]:
-    """``fsspec.core.url_to_fs`` with the run store's options (see the module docstring)."""
-    return fsspec.core.url_to_fs(uri, **storage_options(uri, storage))
+    """``fsspec.core.url_to_fs`` with the run store's options (see the module docstring).
+
+    One sentence (``StorageError``) for a URI holding credentials, a protocol whose driver is
+    not installed (naming the extra), and, on every later call, an endpoint that does not
+    answer."""
+    check_uri(uri)
+    proto = protocol_of(uri)
+    try:
+        fs, root = fsspec.core.url_to_fs(uri, **storage_options(uri, storage))
+    except ImportError as e:
+        module, extra = _DRIVERS.get(proto, (None, None))
+        if module is None:
+            raise StorageError(
+                f"Run directory {uri} needs a filesystem driver that is not installed ({e})."
+            ) from None
+        raise StorageError(
+            f"Run directory {uri} is on {'S3' if proto == 's3' else 'Google Cloud Storage'}, "
+            f"which needs {module}: pip install 'forenset[{extra}]'."
+        ) from None
+    except ValueError as e:
+        if "protocol" in str(e).lower():
+            raise StorageError(f"Run directory {uri}: {e}.") from None
+        raise
+    if proto in _NO_DIRCACHE:
+        return fs, root
+    return _Guarded(fs, uri, storage), root

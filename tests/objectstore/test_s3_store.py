@@ -225,6 +225,7 @@ def test_storage_options_map_to_each_driver():
         "endpoint_url": "http://127.0.0.1:9000",
         "profile": "ci",
         "client_kwargs": {"region_name": "eu-west-1"},
+        "config_kwargs": {"connect_timeout": 10},
         "use_listings_cache": False,
     }
     assert storage_options("gs://b/run", StorageConfig(anonymous=True)) == {
