@@ -18,6 +18,7 @@ import json
 import logging
 import random
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -98,6 +99,7 @@ async def attempt(
             return Attempt(skipped=True)
     reply: R | None = None
     failure: LLMCallError | None = None
+    t0 = time.monotonic()
     try:
         reply = await send()
     except LLMCallError as exc:
@@ -118,11 +120,60 @@ async def attempt(
             limiter.update_from_headers(failure.headers)
             if failure.throttled:
                 limiter.on_throttle(failure.retry_after_s, failure.headers)
+            else:
+                limiter.record("error")
         else:
             assert reply is not None
             limiter.update_from_headers(reply.headers)
-            limiter.concurrency.on_success()
+            limiter.record("ok", time.monotonic() - t0)
     return Attempt(reply=reply, failure=failure)
+
+
+_BACKGROUND: set[asyncio.Future[Any]] = set()  # cancelled hedges still cleaning up
+
+
+async def hedged(
+    run: Callable[[], Awaitable[Attempt[R]]],
+    delay_s: float | None,
+    on_hedge: Callable[[], None] = lambda: None,
+    on_hedge_win: Callable[[], None] = lambda: None,
+) -> Attempt[R]:
+    """``run()`` once; if it has not finished after ``delay_s``, once more beside it (a hedge).
+
+    Why: a request stalled far past the observed latency tail (a stuck replica, a lost
+    packet) usually answers sooner when sent again than when waited out to its timeout. The
+    first reply wins and the other copy is cancelled (its limiter slot is given back); when
+    one copy fails while the other still runs, the other is awaited, and when both fail the
+    first failure is returned. ``delay_s`` None: no hedge."""
+    first = asyncio.ensure_future(run())
+    if delay_s is None:
+        return await first
+    pending: set[asyncio.Future[Attempt[R]]] = {first}
+    try:
+        done, pending = await asyncio.wait(pending, timeout=delay_s)
+        if done:
+            return first.result()
+        on_hedge()
+        second = asyncio.ensure_future(run())
+        pending = {first, second}
+        failed: Attempt[R] | None = None
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                res = task.result()
+                if res.failure is None and not res.skipped:
+                    if task is second:
+                        on_hedge_win()
+                    return res
+                failed = failed if failed is not None else res
+        assert failed is not None
+        return failed
+    finally:
+        for task in pending:
+            if not task.done():
+                task.cancel()
+                _BACKGROUND.add(task)
+                task.add_done_callback(_BACKGROUND.discard)
 
 
 # -- what a failed call means ----------------------------------------------------------------

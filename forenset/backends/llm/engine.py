@@ -19,7 +19,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
 from forenset.backends import apiloop
@@ -37,7 +37,7 @@ from forenset.backends.llm.types import (
     LLMSettings,
     ModelSpec,
 )
-from forenset.backends.retry import RetryPolicy, attempt
+from forenset.backends.retry import Attempt, RetryPolicy, attempt, hedged
 from forenset.seeds import derive_seed
 
 log = logging.getLogger("forenset.llm")
@@ -316,7 +316,8 @@ class Engine:
             try:
                 if limiter is not None and spec.prefect_rate_limit:
                     await _prefect_slot(spec.prefect_rate_limit)
-                sent = await attempt(
+                send = functools.partial(
+                    attempt,
                     functools.partial(backend.complete, spec, req, extra),
                     limiter,
                     est_tokens=est,
@@ -326,6 +327,7 @@ class Engine:
                     log=log,
                     label=spec.label,
                 )
+                sent = await self.hedged(send, limiter, spec, req.item_id)
             finally:
                 state.reserved_usd -= est_cost
             if sent.skipped:
@@ -404,6 +406,28 @@ class Engine:
                 )
             res = self.result(item, status="error", text=raw.text, error=perr, retryable=False)
             return self.finish(res, state, settings, stage)
+
+    async def hedged(
+        self,
+        send: Callable[[], Awaitable[Attempt[RawReply]]],
+        limiter: ModelLimiter | None,
+        spec: ModelSpec,
+        item_id: str,
+    ) -> Attempt[RawReply]:
+        """One attempt, hedged after the model's observed latency tail (see
+        ``ModelLimiter.hedge_delay``); hedges and hedge wins are counted on the limiter."""
+        if limiter is None:
+            return await send()
+        lim = limiter
+
+        def fired() -> None:
+            lim.stats.hedges += 1
+            log.info("%s: item %s unanswered after the latency tail; hedged", spec.label, item_id)
+
+        def won() -> None:
+            lim.stats.hedge_wins += 1
+
+        return await hedged(send, lim.hedge_delay(), fired, won)
 
     async def probe_slots(self, spec: ModelSpec, limiter: ModelLimiter) -> None:
         """Once per limiter: cap its concurrency at the server's generation slots when a
@@ -532,6 +556,10 @@ def limiter_stats(spec: ModelSpec) -> dict[str, Any]:
             "requests": lim.stats.requests,
             "throttled": lim.stats.throttled,
             "holds": lim.stats.holds,
+            "overloads": lim.stats.overloads,
+            "last_overload": lim.stats.last_overload,
+            "hedges": lim.stats.hedges,
+            "hedge_wins": lim.stats.hedge_wins,
             "header_updates": lim.stats.header_updates,
             "concurrency_limit": lim.concurrency.limit,
             "rpm": lim.requests.rate * 60 if lim.requests else None,

@@ -155,6 +155,19 @@ class ModelSpec(BaseModel):
     structured_output: Literal[
         "auto", "json_schema", "json_object_schema", "json_object", "prompt"
     ] = operational("auto")
+    # overload vs one item's bad luck (limits.OutcomeWindow): over the last overload_window
+    # calls, 429s at least overload_429_share of it, or a median latency overload_latency_climb
+    # x the lowest seen, cut the concurrency (and for 429s the pace, and hold for the
+    # Retry-After); a lone 429 or 500 delays only its own item
+    overload_window: int = operational(32, ge=4)
+    overload_429_share: float = operational(0.25, gt=0, le=1)
+    overload_latency_climb: float = operational(3.0, gt=1)
+    # a request unanswered after hedge_multiplier x the p95 latency of recent successes (at
+    # least hedge_floor_s, at least 20 seen) is sent again; the first answer wins, the other
+    # is cancelled. 0 turns hedging off (a paid API may bill both copies); never on a server
+    # that reports its generation slots (a second copy would queue behind the first)
+    hedge_multiplier: float = operational(3.0, ge=0)
+    hedge_floor_s: float = operational(1.0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict)  # extra body / config fields
 
     @field_validator("backend")
