@@ -177,8 +177,11 @@ def test_hedge_delay_follows_the_latency_tail_with_a_floor():
         lim.record("ok", 0.5)
     assert lim.hedge_delay() == pytest.approx(1.5)
     for _ in range(200):
-        lim.record("ok", 4.0)
-    assert lim.hedge_delay() is None  # 12 s would outlast the 10 s timeout
+        lim.record("ok", 3.0)
+    assert lim.hedge_delay() == 5.0  # 9 s: capped at half the 10 s timeout
+    for _ in range(200):
+        lim.record("ok", 5.0)
+    assert lim.hedge_delay() is None  # the tail itself reaches half the timeout
     off = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", hedge_multiplier=0))
     local = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m"))
     local.slots = 1  # a self-hosted server with one generation slot

@@ -377,17 +377,17 @@ class ModelLimiter:
 
     def hedge_delay(self) -> float | None:
         """Seconds after which a request still unanswered is sent again: ``hedge_multiplier``
-        x the p95 of recent successful latencies, at least ``hedge_floor_s``; None when
-        hedging is off, too few latencies are known, the delay would reach the timeout, or
-        the server reported its generation slots (a self-hosted server: a second copy only
-        queues behind the first)."""
+        x the p95 of recent successful latencies, at least ``hedge_floor_s`` and at most half
+        the timeout (hedging later saves little over the timeout's own retry). None when
+        hedging is off, too few latencies are known, the p95 itself reaches half the timeout
+        (a slow server, not a stalled request), or the server reported its generation slots
+        (a self-hosted server: a second copy only queues behind the first)."""
         if self.hedge_multiplier <= 0 or self.slots is not None:
             return None
         p95 = self.window.quantile(0.95)
-        if p95 is None:
+        if p95 is None or p95 >= self.timeout_s / 2:
             return None
-        delay = max(self.hedge_floor_s, self.hedge_multiplier * p95)
-        return delay if delay < self.timeout_s else None
+        return min(max(self.hedge_floor_s, self.hedge_multiplier * p95), self.timeout_s / 2)
 
     def update_from_headers(self, headers: Mapping[str, str]) -> None:
         """Follow x-ratelimit-* headers: lower the pace (never above the configured cap),

@@ -163,9 +163,9 @@ class ModelSpec(BaseModel):
     overload_429_share: float = operational(0.25, gt=0, le=1)
     overload_latency_climb: float = operational(3.0, gt=1)
     # a request unanswered after hedge_multiplier x the p95 latency of recent successes (at
-    # least hedge_floor_s, at least 20 seen) is sent again; the first answer wins, the other
-    # is cancelled. 0 turns hedging off (a paid API may bill both copies); never on a server
-    # that reports its generation slots (a second copy would queue behind the first)
+    # least hedge_floor_s, at most timeout_s / 2, 20 seen) is sent again; the first answer
+    # wins, the other is cancelled. 0 turns hedging off (a paid API may bill both copies);
+    # never on a server that reports its generation slots (a copy would queue behind it)
     hedge_multiplier: float = operational(3.0, ge=0)
     hedge_floor_s: float = operational(1.0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict)  # extra body / config fields
