@@ -158,7 +158,12 @@ def forenset_worker(
     base_url: str, n: int, rpm: float, conc: int, retries: int, models: int = 1
 ) -> dict:
     os.environ["PEER_BENCH_KEY"] = "sk-bench"
-    import openai  # noqa: F401  # imported before the clock starts, as Curator's SDKs are
+    # the client's modules imported before the clock starts, as Curator's SDKs are
+    import httpx  # noqa: F401
+    import openai  # noqa: F401
+
+    import forenset.backends.llm.engine  # noqa: F401
+    import forenset.backends.llm.openai_chat  # noqa: F401
 
     from forenset.backends.llm import ChatRequest, LLMSettings, ModelSpec, limiter_stats, run_chat
 

@@ -84,13 +84,15 @@ async def attempt(
     still_wanted: Callable[[], bool] | None = None,
     log: logging.Logger | None = None,
     label: str = "",
+    started: asyncio.Event | None = None,
 ) -> Attempt[R]:
     """Take a limiter slot, make one call, classify what went wrong, and teach the limiter.
 
     ``send`` raises LLMCallError for failures it understands; ``garbled`` exceptions (a body
     that does not parse) are retryable; anything else is a terminal "unexpected" error of
     this item, never a crash. ``still_wanted`` is asked once a slot is free: False gives the
-    slot back unused (the caller gave up while queueing). Never raises but CancelledError.
+    slot back unused (the caller gave up while queueing). ``started`` is set when the call
+    goes out (after the limiter's wait). Never raises but CancelledError.
     """
     if limiter is not None:
         await limiter.acquire(est_tokens)
@@ -100,6 +102,8 @@ async def attempt(
     reply: R | None = None
     failure: LLMCallError | None = None
     t0 = time.monotonic()
+    if started is not None:
+        started.set()
     try:
         reply = await send()
     except LLMCallError as exc:
@@ -133,28 +137,33 @@ _BACKGROUND: set[asyncio.Future[Any]] = set()  # cancelled hedges still cleaning
 
 
 async def hedged(
-    run: Callable[[], Awaitable[Attempt[R]]],
+    run: Callable[[asyncio.Event], Awaitable[Attempt[R]]],
     delay_s: float | None,
     on_hedge: Callable[[], None] = lambda: None,
     on_hedge_win: Callable[[], None] = lambda: None,
 ) -> Attempt[R]:
-    """``run()`` once; if it has not finished after ``delay_s``, once more beside it (a hedge).
+    """``run(started)`` once; if it has not finished ``delay_s`` after it went out (``run``
+    sets ``started`` then, after any wait for the limiter), once more beside it (a hedge).
 
     Why: a request stalled far past the observed latency tail (a stuck replica, a lost
     packet) usually answers sooner when sent again than when waited out to its timeout. The
     first reply wins and the other copy is cancelled (its limiter slot is given back); when
     one copy fails while the other still runs, the other is awaited, and when both fail the
     first failure is returned. ``delay_s`` None: no hedge."""
-    first = asyncio.ensure_future(run())
+    started = asyncio.Event()
+    first = asyncio.ensure_future(run(started))
     if delay_s is None:
         return await first
-    pending: set[asyncio.Future[Attempt[R]]] = {first}
+    pending: set[asyncio.Future[Any]] = {first}
+    went_out = asyncio.ensure_future(started.wait())
     try:
-        done, pending = await asyncio.wait(pending, timeout=delay_s)
-        if done:
+        await asyncio.wait({first, went_out}, return_when=asyncio.FIRST_COMPLETED)
+        if not first.done():
+            await asyncio.wait({first}, timeout=delay_s)
+        if first.done():
             return first.result()
         on_hedge()
-        second = asyncio.ensure_future(run())
+        second = asyncio.ensure_future(run(asyncio.Event()))
         pending = {first, second}
         failed: Attempt[R] | None = None
         while pending:
@@ -169,6 +178,7 @@ async def hedged(
         assert failed is not None
         return failed
     finally:
+        went_out.cancel()
         for task in pending:
             if not task.done():
                 task.cancel()

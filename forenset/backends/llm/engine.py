@@ -82,8 +82,6 @@ class Engine:
         stage: str,
         cache: ResponseCache | None,
     ) -> list[ChatResult]:
-        from forenset.backends.llm.batch import BATCH_BACKENDS, run_batch_group
-
         state = self.stage_state(stage, build_seed, settings)
         if state.aborted:
             state.raise_aborted()
@@ -104,8 +102,13 @@ class Engine:
 
         jobs: list[Coroutine[Any, Any, None]] = []
         groups: dict[tuple[str, str | None, str], list[int]] = {}
+        batch_backends: tuple[str, ...] = ()
+        if any(item.spec.batch for item in items):  # batch.py loads both SDKs (~1-2 s)
+            from forenset.backends.llm.batch import BATCH_BACKENDS, run_batch_group
+
+            batch_backends = tuple(BATCH_BACKENDS)
         for i, item in enumerate(items):
-            if item.spec.batch and item.spec.backend in BATCH_BACKENDS:
+            if item.spec.batch and item.spec.backend in batch_backends:
                 spec_key = (item.spec.backend, item.spec.base_url, item.spec.model)
                 groups.setdefault(spec_key, []).append(i)
             else:
@@ -409,7 +412,7 @@ class Engine:
 
     async def hedged(
         self,
-        send: Callable[[], Awaitable[Attempt[RawReply]]],
+        send: Callable[..., Awaitable[Attempt[RawReply]]],
         limiter: ModelLimiter | None,
         spec: ModelSpec,
         item_id: str,
@@ -419,6 +422,7 @@ class Engine:
         if limiter is None:
             return await send()
         lim = limiter
+        run = functools.partial(_send_started, send)
 
         def fired() -> None:
             lim.stats.hedges += 1
@@ -427,7 +431,7 @@ class Engine:
         def won() -> None:
             lim.stats.hedge_wins += 1
 
-        return await hedged(send, lim.hedge_delay(), fired, won)
+        return await hedged(run, lim.hedge_delay(), fired, won)
 
     async def probe_slots(self, spec: ModelSpec, limiter: ModelLimiter) -> None:
         """Once per limiter: cap its concurrency at the server's generation slots when a
@@ -471,6 +475,12 @@ class Engine:
         state.input_tokens += raw.input_tokens
         state.output_tokens += raw.output_tokens
         state.spent_usd += cost
+
+
+async def _send_started(
+    send: Callable[..., Awaitable[Attempt[RawReply]]], started: asyncio.Event
+) -> Attempt[RawReply]:
+    return await send(started=started)
 
 
 async def _prefect_slot(name: str) -> None:
