@@ -164,7 +164,6 @@ def forenset_worker(
 
     import forenset.backends.llm.engine  # noqa: F401
     import forenset.backends.llm.openai_chat  # noqa: F401
-
     from forenset.backends.llm import ChatRequest, LLMSettings, ModelSpec, limiter_stats, run_chat
 
     pool = [
@@ -208,6 +207,7 @@ def forenset_worker(
         "overloads": lim["overloads"],
         "holds": lim["holds"],
         "final_concurrency": lim["concurrency_limit"],
+        "p95": lim["latency_p95"],
     }
 
 
@@ -378,7 +378,8 @@ def main() -> None:
                     notes = (
                         f"regens {res['regenerations']} hedges {res['hedges']}"
                         f"/{res['hedge_wins']} won, overload cuts {res['overloads']},"
-                        f" holds {res['holds']}, end conc {res['final_concurrency']:.1f}"
+                        f" holds {res['holds']}, end conc {res['final_concurrency']:.1f},"
+                        f" p95 {res['p95'] or 0:.2f} s"
                     ) + (f", errors {res['errors']}" if res["errors"] else "")
                 if res["injected"]:
                     notes += f" injected {res['injected']}"

@@ -151,9 +151,9 @@ async def hedged(
     one copy fails while the other still runs, the other is awaited, and when both fail the
     first failure is returned. ``delay_s`` None: no hedge."""
     started = asyncio.Event()
-    first = asyncio.ensure_future(run(started))
     if delay_s is None:
-        return await first
+        return await run(started)
+    first = asyncio.ensure_future(run(started))
     pending: set[asyncio.Future[Any]] = {first}
     went_out = asyncio.ensure_future(started.wait())
     try:

@@ -32,6 +32,7 @@ from forenset.backends.llm.registry import Backends
 from forenset.backends.llm.secrets import redact
 from forenset.backends.llm.state import StageState, _Item
 from forenset.backends.llm.types import (
+    DEFAULT_MAX_TOKENS,
     ChatRequest,
     ChatResult,
     LLMSettings,
@@ -86,9 +87,11 @@ class Engine:
         if state.aborted:
             state.raise_aborted()
         requests = [
-            r
+            dataclasses.replace(r, max_tokens=settings.max_tokens)
+            if settings.max_tokens is not None
+            else r
             if r.max_tokens is not None
-            else dataclasses.replace(r, max_tokens=settings.max_tokens)
+            else dataclasses.replace(r, max_tokens=DEFAULT_MAX_TOKENS)
             for r in requests
         ]
         items = [
@@ -385,13 +388,19 @@ class Engine:
                 await self.store(item, cache, raw)
                 res = self.result(item, status="ok", text=raw.text, parsed=parsed)
                 return self.finish(res, state, settings, stage)
-            if cut and item.grown < 1:  # once more with more room for the reply
+            if cut and item.grown < 1:  # once more, asked to be brief, with more room
                 item.grown += 1
-                room = max(int(req.max_tokens or settings.max_tokens) * settings.length_growth, 1)
-                req = item.req = dataclasses.replace(req, max_tokens=int(room))
+                was = int(req.max_tokens or DEFAULT_MAX_TOKENS)
+                room = max(int(was * settings.length_growth), 1)
+                user = req.user + brevity_note(was, req.response_model is not None)
+                req = item.req = dataclasses.replace(req, max_tokens=room, user=user)
                 item.key = self.make_item(req, spec).key
                 log.info(
-                    "%s cut item %s at max_tokens; again with %d", spec.label, req.item_id, room
+                    "%s cut item %s at max_tokens=%d; asked again to be brief, room %d",
+                    spec.label,
+                    req.item_id,
+                    was,
+                    room,
                 )
                 continue
             if not cut and perr is not None and repairs_used < settings.repair_retries:
@@ -404,8 +413,8 @@ class Engine:
             if cut:
                 perr = (
                     f"reply cut at max_tokens={req.max_tokens} (finish_reason length), also "
-                    f"after one retry with {settings.length_growth:g}x the room; raise the "
-                    "stage's llm.max_tokens"
+                    f"after one retry asking for a brief reply with {settings.length_growth:g}x "
+                    "the room; raise the stage's llm.max_tokens"
                 )
             res = self.result(item, status="error", text=raw.text, error=perr, retryable=False)
             return self.finish(res, state, settings, stage)
@@ -475,6 +484,16 @@ class Engine:
         state.input_tokens += raw.input_tokens
         state.output_tokens += raw.output_tokens
         state.spent_usd += cost
+
+
+def brevity_note(cut_at: int, structured: bool) -> str:
+    """What a request cut at ``cut_at`` tokens adds to its prompt when asked again: a model
+    that rambled once rambles again with more room unless told to be brief."""
+    end = "and close the JSON object" if structured else "and finish your last sentence"
+    return (
+        f"\n\nYour previous reply ran past {cut_at} tokens and was cut off. Answer again, "
+        f"briefly: keep every field short, add nothing that was not asked for, {end}."
+    )
 
 
 async def _send_started(
@@ -570,6 +589,8 @@ def limiter_stats(spec: ModelSpec) -> dict[str, Any]:
             "last_overload": lim.stats.last_overload,
             "hedges": lim.stats.hedges,
             "hedge_wins": lim.stats.hedge_wins,
+            "latency_p95": lim.window.quantile(0.95),
+            "hedge_delay": lim.hedge_delay(),
             "header_updates": lim.stats.header_updates,
             "concurrency_limit": lim.concurrency.limit,
             "rpm": lim.requests.rate * 60 if lim.requests else None,

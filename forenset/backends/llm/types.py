@@ -17,6 +17,8 @@ from forenset.errors import ForensetError, ModelServiceError
 # json_schema (OpenAI, vLLM, SGLang), json_object with a "schema" (llama.cpp servers),
 # json_object (the schema in the prompt), prompt (no response_format; the reply validated).
 OUTPUT_MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
+# a request's output room when neither its prompt nor its stage's llm.max_tokens sets one
+DEFAULT_MAX_TOKENS = 1024
 
 
 @dataclass
@@ -48,11 +50,13 @@ class ChatRequest:
         **variables: object,
     ) -> ChatRequest:
         """One request from a project template: its id@version and content hash travel with
-        it, so rows and caches say which prompt produced them."""
-        from forenset.text.templates import render
+        it, so rows and caches say which prompt produced them; its declared ``max_tokens``
+        sizes the reply (a stage's ``llm.max_tokens`` overrides it)."""
+        from forenset.text.templates import load_template, render
 
         system, user, pid, phash = render(template, root, **variables)
         return cls(
+            max_tokens=load_template(template, root).max_tokens,
             task=task,
             item_id=item_id,
             system=system,
@@ -190,9 +194,11 @@ class LLMSettings(BaseModel):
     backoff_base_s: float = operational(0.5, ge=0)
     backoff_max_s: float = operational(30.0, ge=0)
     repair_retries: int = Field(1, ge=0)  # invalid JSON / schema -> show the model the error
-    # output room per request when the stage sets none; a reply cut there (finish_reason
-    # length) is asked again once with length_growth x the room, then is an error row
-    max_tokens: int = Field(1024, ge=1)
+    # output room of every request of the stage; None: each prompt's own (its template's
+    # max_tokens, sized to its schema), else DEFAULT_MAX_TOKENS. A reply cut there
+    # (finish_reason length) is asked again once, told to be brief and given length_growth x
+    # the room, then is an error row
+    max_tokens: int | None = Field(None, ge=1)
     length_growth: float = operational(2.0, ge=1)
     # same-model re-asks (new seed) after a refusal or a cut reply, before the pool fallback
     regenerations: int = operational(2, ge=0)
