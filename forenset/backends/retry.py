@@ -129,7 +129,7 @@ async def attempt(
         else:
             assert reply is not None
             limiter.update_from_headers(reply.headers)
-            limiter.record("ok", time.monotonic() - t0)
+            limiter.record("ok", time.monotonic() - t0, started=t0)
     return Attempt(reply=reply, failure=failure)
 
 
@@ -199,6 +199,21 @@ _REJECTION = re.compile(
     r"json_schema|invalid (request|value|type)|is not a valid|must be (a|one of)",
     re.IGNORECASE,
 )
+# What servers answer when a request's image parts reach a model that cannot see:
+# llama-cpp-python's text chat templates (HTTP 500), OpenAI, vLLM and others (HTTP 400).
+_NO_VISION = re.compile(
+    r'can only concatenate str \(not "list"\) to str|image_url is only supported by certain|'
+    r"not a multimodal model|does not support (image|vision)|(image|vision) (input )?is not "
+    r"supported|does not accept images|cannot (read|see|process) images",
+    re.IGNORECASE,
+)
+
+
+def cannot_see(failure: LLMCallError) -> bool:
+    """Whether a failed request that carried images failed because the model takes none."""
+    return failure.status is not None and bool(_NO_VISION.search(failure.reason))
+
+
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\n\s*File \"|^\s*File \"", re.M)
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.+-]+){2,}")
 _PYDANTIC_ERR = re.compile(r"'loc': \(([^)]*)\), 'msg': (\"[^\"]*\"|'[^']*')")

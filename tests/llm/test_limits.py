@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -209,3 +210,15 @@ def test_a_429_saying_nothing_remains_holds_until_the_reset_without_a_cut():
 def test_redact_masks_key_like_tokens():
     assert "sk-abc" not in redact("Incorrect API key provided: sk-abc123def456")
     assert redact("plain text 401") == "plain text 401"
+
+
+def test_the_first_wave_of_calls_is_left_out_of_the_latency_tail():
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m"))
+    t0 = time.monotonic()
+    for _ in range(30):  # sent together, answered slowly (one cold start they all waited on)
+        lim.record("ok", 5.0, started=t0)
+    assert lim.window.quantile(0.95) is None
+    later = time.monotonic()
+    for _ in range(20):
+        lim.record("ok", 0.2, started=later)
+    assert lim.window.quantile(0.95) == pytest.approx(0.2)

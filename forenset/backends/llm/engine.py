@@ -38,7 +38,7 @@ from forenset.backends.llm.types import (
     LLMSettings,
     ModelSpec,
 )
-from forenset.backends.retry import Attempt, RetryPolicy, attempt, hedged
+from forenset.backends.retry import Attempt, RetryPolicy, attempt, cannot_see, hedged
 from forenset.seeds import derive_seed
 
 log = logging.getLogger("forenset.llm")
@@ -240,6 +240,20 @@ class Engine:
         )
         log.error(state.aborted)
 
+    def abort_blind(self, state: StageState, stage: str, spec: ModelSpec, why: str) -> None:
+        """Stop the stage (and the build) at once: it sends images to a model that cannot
+        take them, so every one of its requests would fail alike."""
+        if state.aborted:
+            return
+        why = why.replace(". ", "; ").rstrip(".")[:200]
+        where = f" at {spec.base_url}" if spec.base_url else ""
+        state.fatal = state.blind = True
+        state.aborted = (
+            f"Stage '{stage}' sends images, but the model {spec.label}{where} cannot take "
+            f"them ({why}); give the stage a vision model in its llm.pool."
+        )
+        log.error(state.aborted)
+
     def finish(
         self,
         result: ChatResult,
@@ -307,6 +321,8 @@ class Engine:
         while True:
             if limiter is not None:
                 await self.probe_slots(spec, limiter)
+            if not state.aborted and req.images and limiter is not None and limiter.vision is False:
+                self.abort_blind(state, stage, spec, "its server reports no vision modality")
             if state.aborted:
                 return self.result(
                     item, status="error", error="stage aborted: error rate", retryable=True
@@ -362,6 +378,11 @@ class Engine:
                     spec, backend = other, self.backends[other.backend]
                     limiter = self.limiter_for(other) if other.backend != "offline" else None
                     continue
+            if failure is not None and req.images and cannot_see(failure):
+                self.abort_blind(
+                    state, stage, spec, f"it answered image parts with {failure.reason}"
+                )
+                return self.result(item, status="error", error=failure.reason)
             if failure is not None:
                 if await policy.wait_to_retry(failure, retries, rng):
                     retries += 1
@@ -453,6 +474,8 @@ class Engine:
             limiter.probed = True
             return
         await limiter.probe_slots(lambda: slots(spec))
+        said = getattr(self.backends[spec.backend], "vision", {})
+        limiter.vision = said.get(spec.base_url) if isinstance(said, dict) else None
         if limiter.slots is not None:
             log.info(
                 "%s at %s generates %d request(s) at once: at most %d in flight",

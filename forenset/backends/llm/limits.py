@@ -181,12 +181,26 @@ class OutcomeWindow:
         self.latencies: deque[float] = deque(maxlen=size)  # successes in the window
         self.tail: deque[float] = deque(maxlen=HEDGE_SAMPLES)  # successes, longer memory
         self.baseline: float | None = None  # the lowest median latency of a full window
+        self.warm_at: float | None = None  # when the first success came back
 
-    def add(self, outcome: str, latency_s: float | None = None) -> None:
+    def add(
+        self, outcome: str, latency_s: float | None = None, started: float | None = None
+    ) -> None:
+        """One outcome; a success's latency is kept unless its call went out (``started``,
+        monotonic) before the model's first answer came back: that first wave also waited
+        on cold starts (the connection pool, the structured-output negotiation, which sends
+        one request at a time), not on the server."""
         self.outcomes.append(outcome)
-        if outcome == "ok" and latency_s is not None:
-            self.latencies.append(latency_s)
-            self.tail.append(latency_s)
+        if outcome != "ok" or latency_s is None:
+            return
+        if self.warm_at is None:
+            self.warm_at = time.monotonic()
+            if started is not None:
+                return
+        elif started is not None and started < self.warm_at:
+            return
+        self.latencies.append(latency_s)
+        self.tail.append(latency_s)
 
     def median_latency(self) -> float | None:
         if len(self.latencies) < max(2, self.size // 2):
@@ -257,6 +271,7 @@ class ModelLimiter:
     pace_ceiling: float | None = None  # req/s the pace grows back to after a cut
     stats: LimiterStats = field(default_factory=LimiterStats)
     slots: int | None = None  # generation slots the server reported (see probe_slots)
+    vision: bool | None = None  # whether the server says its model takes images (None: silent)
     probed: bool = False
     window: OutcomeWindow = field(default_factory=lambda: OutcomeWindow(32, 0.25, 3.0))
     hedge_multiplier: float = 3.0  # hedge after this x the p95 latency (0: never) ...
@@ -345,12 +360,16 @@ class ModelLimiter:
         return self.record("429", retry_after_s=retry_after_s)
 
     def record(
-        self, outcome: str, latency_s: float | None = None, retry_after_s: float | None = None
+        self,
+        outcome: str,
+        latency_s: float | None = None,
+        retry_after_s: float | None = None,
+        started: float | None = None,
     ) -> bool:
         """One finished call ("ok", "429", "error"): feed the outcome window and, when it
         shows overload, cut the concurrency (AIMD), and for clustered 429s also the pace and
         hold the model for the Retry-After. Successes grow the pace back towards its cap."""
-        self.window.add(outcome, latency_s)
+        self.window.add(outcome, latency_s, started)
         if outcome == "ok":
             self.concurrency.on_success()
             top = self.pace_ceiling

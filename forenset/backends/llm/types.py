@@ -256,3 +256,9 @@ class ErrorRateExceeded(StageAborted):
 class SameFailure(StageAborted, ModelServiceError):
     """Every call of a stage failed the same way at the server (it rejects the requests or
     is down): the build stops with this one sentence (a ConfigurationError: non-zero exit)."""
+
+
+class VisionUnsupported(SameFailure):
+    """A stage sends images to a model that cannot take them (its server says so, or answers
+    image parts with an error only a text-only model gives): the build stops at once with one
+    sentence naming the model and the stage."""
