@@ -138,18 +138,19 @@ _BACKGROUND: set[asyncio.Future[Any]] = set()  # cancelled hedges still cleaning
 
 async def hedged(
     run: Callable[[asyncio.Event], Awaitable[Attempt[R]]],
-    delay_s: float | None,
+    delay_s: Callable[[], float | None] | None,
     on_hedge: Callable[[], None] = lambda: None,
     on_hedge_win: Callable[[], None] = lambda: None,
 ) -> Attempt[R]:
-    """``run(started)`` once; if it has not finished ``delay_s`` after it went out (``run``
-    sets ``started`` then, after any wait for the limiter), once more beside it (a hedge).
+    """``run(started)`` once; if it has not finished ``delay_s()`` seconds after it went out
+    (``run`` sets ``started`` then, after any wait for the limiter; the delay is asked then,
+    from the latencies known by then), once more beside it (a hedge).
 
     Why: a request stalled far past the observed latency tail (a stuck replica, a lost
     packet) usually answers sooner when sent again than when waited out to its timeout. The
     first reply wins and the other copy is cancelled (its limiter slot is given back); when
     one copy fails while the other still runs, the other is awaited, and when both fail the
-    first failure is returned. ``delay_s`` None: no hedge."""
+    first failure is returned. ``delay_s`` None, or returning None: no hedge."""
     started = asyncio.Event()
     if delay_s is None:
         return await run(started)
@@ -158,8 +159,10 @@ async def hedged(
     went_out = asyncio.ensure_future(started.wait())
     try:
         await asyncio.wait({first, went_out}, return_when=asyncio.FIRST_COMPLETED)
-        if not first.done():
-            await asyncio.wait({first}, timeout=delay_s)
+        delay = None if first.done() else delay_s()
+        if delay is None:
+            return await first
+        await asyncio.wait({first}, timeout=delay)
         if first.done():
             return first.result()
         on_hedge()

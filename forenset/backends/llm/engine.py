@@ -461,7 +461,8 @@ class Engine:
         def won() -> None:
             lim.stats.hedge_wins += 1
 
-        return await hedged(run, lim.hedge_delay(), fired, won)
+        never = lim.hedge_multiplier <= 0 or lim.slots is not None
+        return await hedged(run, None if never else lim.hedge_delay, fired, won)
 
     async def probe_slots(self, spec: ModelSpec, limiter: ModelLimiter) -> None:
         """Once per limiter: cap its concurrency at the server's generation slots when a
