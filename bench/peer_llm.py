@@ -343,8 +343,16 @@ def main() -> None:
     ap.add_argument("--peer-venv", default="/tmp/forenset-peer-venv")
     ap.add_argument("--models", type=int, default=1, help="forenset's pool size (2: a fallback)")
     ap.add_argument("--stall-s", type=float, default=20.0)
+    # the commands of earlier records (docs/benchmarks.md): --modes clean,faults (faults is
+    # now the "mixed" mix); --hostile (one model, 20 s stalls) is now the default
+    ap.add_argument("--modes", help=argparse.SUPPRESS)
+    ap.add_argument("--hostile", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--worker", nargs=6, metavar="ARG", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.modes:
+        args.mixes = args.modes.replace("faults", "mixed")
+    if args.hostile:
+        args.models, args.stall_s = 1, 20.0
 
     if args.worker:
         base_url, n, rpm, conc, retries, models = args.worker
