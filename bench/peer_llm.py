@@ -208,6 +208,7 @@ def forenset_worker(
         "holds": lim["holds"],
         "final_concurrency": lim["concurrency_limit"],
         "p95": lim["latency_p95"],
+        "paused_s": lim["paused_s"],
     }
 
 
@@ -387,7 +388,7 @@ def main() -> None:
                         f"regens {res['regenerations']} hedges {res['hedges']}"
                         f"/{res['hedge_wins']} won, overload cuts {res['overloads']},"
                         f" holds {res['holds']}, end conc {res['final_concurrency']:.1f},"
-                        f" p95 {res['p95'] or 0:.2f} s"
+                        f" p95 {res['p95'] or 0:.2f} s, paused {res['paused_s']:.1f} s"
                     ) + (f", errors {res['errors']}" if res["errors"] else "")
                 if res["injected"]:
                     notes += f" injected {res['injected']}"

@@ -609,6 +609,7 @@ def limiter_stats(spec: ModelSpec) -> dict[str, Any]:
             "requests": lim.stats.requests,
             "throttled": lim.stats.throttled,
             "holds": lim.stats.holds,
+            "paused_s": lim.stats.paused_s,
             "overloads": lim.stats.overloads,
             "last_overload": lim.stats.last_overload,
             "hedges": lim.stats.hedges,
