@@ -1,26 +1,33 @@
-"""forenset's model client beside Bespoke Curator on one strict OpenAI-compatible server.
+"""forenset's model client beside Bespoke Curator on one strict OpenAI-compatible server,
+under fault mixes.
 
 The server (FakeOpenAI in its own process, fresh for every run) answers after 0.25 s and
 admits 40 requests in any one-second window (``strict_window``), 429 + Retry-After beyond it,
 with x-ratelimit-* headers. Both clients send the same N structured-output requests at
-2280 req/min, 32 in flight, 5 retries, 3 s request timeout; clean, then with 15 % injected
-faults (429 with Retry-After 1 s, 500, 4 s stalls, fenced JSON, truncated JSON, refusals:
-2.5 % each, drawn per request). Runs alternate which client goes first.
+2280 req/min, 32 in flight, 5 retries, 3 s request timeout, one model each. Mixes
+(``--mixes all`` runs every one; faults are drawn per admitted request from a seeded RNG):
 
-forenset runs ``run_chat`` with a pool of two model names sharing the server's limit
-(``rate_group``), so a refused item can go to the other model. Curator 0.1.31 runs in its own
-virtual environment, created here on first use (never a forenset dependency); it needs
-the network once to install (``--peer-venv`` to reuse another one).
+- clean: no faults;
+- mixed: the issue-42 table, 15 % evenly: 429 + Retry-After 1 s, 500, a 20 s stall, fenced
+  JSON, truncated JSON, a refusal;
+- 429: 6 % 429 + Retry-After 1 s on a server running below its limit;
+- 5xx: bursts, the first 0.6 s of every 4 s answers 500/502/503 to everything, and 1 %
+  sporadic 500s between;
+- stalls: 3 % 20 s stalls, 3 % truncated JSON, 3 % fenced JSON;
+- refusals: 4 % refusals, 4 % malformed structured output (valid JSON of the wrong shape,
+  or prose with no JSON);
+- overloaded: a server that really is overloaded: it admits 25 req/s, below what both
+  clients are told (38 req/s), 429 + Retry-After beyond, no x-ratelimit-* headers.
 
-``--hostile`` is the single-model mode: a pool of one model (no other model to fall back
-to after a refusal) and 20 s stalls; forenset then relies on regenerating on the same model
-(``LLMSettings.regenerations``), as Curator does.
+Each mix runs both clients back to back, the order swapped every round. Curator 0.1.31 runs
+in its own virtual environment, created here on first use (never a forenset dependency); it
+needs the network once to install (``--peer-venv`` to reuse another one).
 
-It ends with the medians per client and mode and, for the clean runs, the two floors of any
-client's wall time (at the configured rate and at the server's own limit) as multiples of
-Curator's ok rows/s: how much faster than Curator a client could be on this machine at all.
+It ends with the medians per client and mix, forenset ÷ Curator in ok rows/s, and, for the
+clean mix, the floors of any client's wall time (at the configured rate and at the server's
+own limit).
 
-    PYTHONPATH=$PWD python bench/peer_llm.py [--n 600] [--rounds 2]
+    PYTHONPATH=$PWD python bench/peer_llm.py --mixes all [--n 600] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from typing import Any
 from pydantic import BaseModel
 
 PEER = "bespokelabs-curator==0.1.31"
-KINDS = ("429", "500", "stall", "fenced", "truncated", "refusal")
+KINDS = ("429", "500", "stall", "fenced", "truncated", "refusal")  # the "mixed" mix
 
 
 class Verdict(BaseModel):
@@ -57,33 +64,65 @@ def prompt(i: int) -> str:
 # -- the server ---------------------------------------------------------------------------
 
 
-def _serve(
-    conn: Any, rps: float, latency: float, fault_rate: float, seed: int, stall_s: float = 4.0
-) -> None:
+MIXES = ("clean", "mixed", "429", "5xx", "stalls", "refusals", "overloaded")
+OVERLOADED_RPS = 25.0  # the overloaded server's own limit, below the clients' 38 req/s
+
+
+def _serve(conn: Any, rps: float, latency: float, mix: str, seed: int, stall_s: float) -> None:
     from forenset.testing.fake_openai import FakeOpenAI, Fault
 
+    overloaded = mix == "overloaded"
     server = FakeOpenAI(
-        latency_s=latency, rate_limit_rps=rps, strict_window=True, ratelimit_headers=True
+        latency_s=latency,
+        rate_limit_rps=OVERLOADED_RPS if overloaded else rps,
+        strict_window=True,
+        ratelimit_headers=not overloaded,
     )
     rng = random.Random(seed)
-    injected = dict.fromkeys(KINDS, 0)
+    injected: dict[str, int] = {}
     admitted: list[float] = []  # arrival times of requests the window let through
+    t_start = time.monotonic()
+
+    def draw() -> str | None:
+        """The fault of one admitted request under this mix (None: a good reply)."""
+        u = rng.random()
+        table: list[tuple[str, float]] = {
+            "mixed": [(k, 0.025) for k in KINDS],
+            "429": [("429", 0.06)],
+            "5xx": [("500", 0.01)],
+            "stalls": [("stall", 0.03), ("truncated", 0.03), ("fenced", 0.03)],
+            "refusals": [("refusal", 0.04), ("malformed", 0.04)],
+        }.get(mix, [])
+        for kind, p in table:
+            if u < p:
+                return kind
+            u -= p
+        if mix == "5xx" and (time.monotonic() - t_start) % 4.0 < 0.6:
+            return "burst"
+        return None
 
     def fault_for(body: dict[str, Any]) -> Fault | None:
         with server.lock:
             admitted.append(time.monotonic())
-            if rng.random() >= fault_rate:
+            kind = draw()
+            if kind is None:
                 return None
-            kind = KINDS[rng.randrange(len(KINDS))]
-            injected[kind] += 1
+            injected[kind] = injected.get(kind, 0) + 1
+            pick = rng.random()
         if kind == "429":
             return Fault(status=429, retry_after_s=1.0, message="slow down")
         if kind == "500":
             return Fault(status=500)
+        if kind == "burst":
+            return Fault(status=(500, 502, 503)[int(pick * 3)], message="upstream overloaded")
         if kind == "stall":
             return Fault(delay_s=stall_s)
         if kind == "refusal":
             return Fault(refusal="I can't help with that.")
+        if kind == "malformed":
+            if pick < 0.5:
+                return Fault(content='{"label": "edited", "score": "high"}')
+            return Fault(content="The edit is visible: the car's shadow remains on the road.")
         text = json.dumps(server.default_reply(body))
         if kind == "fenced":
             return Fault(content=f"```json\n{text}\n```")
@@ -116,12 +155,16 @@ def _serve(
 
 
 def forenset_worker(
-    base_url: str, n: int, rpm: float, conc: int, retries: int, models: int = 2
+    base_url: str, n: int, rpm: float, conc: int, retries: int, models: int = 1
 ) -> dict:
     os.environ["PEER_BENCH_KEY"] = "sk-bench"
-    import openai  # noqa: F401  # imported before the clock starts, as Curator's SDKs are
+    # the client's modules imported before the clock starts, as Curator's SDKs are
+    import httpx  # noqa: F401
+    import openai  # noqa: F401
 
-    from forenset.backends.llm import ChatRequest, LLMSettings, ModelSpec, run_chat
+    import forenset.backends.llm.engine  # noqa: F401
+    import forenset.backends.llm.openai_chat  # noqa: F401
+    from forenset.backends.llm import ChatRequest, LLMSettings, ModelSpec, limiter_stats, run_chat
 
     pool = [
         ModelSpec(
@@ -146,6 +189,7 @@ def forenset_worker(
     t0 = time.perf_counter()
     out = run_chat(reqs, settings, build_seed=0, stage="peer_bench", cache=None)
     wall = time.perf_counter() - t0
+    lim = limiter_stats(pool[0])
     errors: dict[str, int] = {}
     for r in out:
         if not r.ok:
@@ -158,6 +202,13 @@ def forenset_worker(
         "fallbacks": sum(r.refused_by is not None for r in out),
         "regenerations": sum(r.regenerations for r in out),
         "errors": errors,
+        "hedges": lim["hedges"],
+        "hedge_wins": lim["hedge_wins"],
+        "overloads": lim["overloads"],
+        "holds": lim["holds"],
+        "final_concurrency": lim["concurrency_limit"],
+        "p95": lim["latency_p95"],
+        "paused_s": lim["paused_s"],
     }
 
 
@@ -258,12 +309,11 @@ def client_run(client: str, args: argparse.Namespace, base_url: str, py: Path | 
     raise RuntimeError(f"{client} run failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
 
 
-def one_run(client: str, mode: str, args: argparse.Namespace, py: Path | None, seed: int) -> dict:
+def one_run(client: str, mix: str, args: argparse.Namespace, py: Path | None, seed: int) -> dict:
     parent, child = mp.Pipe()
-    rate = args.fault_rate if mode == "faults" else 0.0
     proc = mp.Process(
         target=_serve,
-        args=(child, args.rps, args.latency, rate, seed, args.stall_s),
+        args=(child, args.rps, args.latency, mix, seed, args.stall_s),
         daemon=True,
     )
     proc.start()
@@ -276,7 +326,7 @@ def one_run(client: str, mode: str, args: argparse.Namespace, py: Path | None, s
         parent.send("stop")
         parent.recv()
         proc.join(5)
-    res.update(client=client, mode=mode)
+    res.update(client=client, mix=mix)
     return res
 
 
@@ -289,17 +339,19 @@ def main() -> None:
     ap.add_argument("--rpm", type=float, default=2280.0)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--retries", type=int, default=5)
-    ap.add_argument("--fault-rate", type=float, default=0.15)
-    ap.add_argument("--modes", default="clean,faults")
+    ap.add_argument("--mixes", default="clean,mixed", help=f"'all' or some of {','.join(MIXES)}")
     ap.add_argument("--clients", default="forenset,curator")
     ap.add_argument("--peer-venv", default="/tmp/forenset-peer-venv")
-    ap.add_argument("--models", type=int, default=2, help="forenset's pool size (1: no fallback)")
-    ap.add_argument("--stall-s", type=float, default=4.0)
-    ap.add_argument(
-        "--hostile", action="store_true", help="single-model mode: --models 1 --stall-s 20"
-    )
+    ap.add_argument("--models", type=int, default=1, help="forenset's pool size (2: a fallback)")
+    ap.add_argument("--stall-s", type=float, default=20.0)
+    # the commands of earlier records (docs/benchmarks.md): --modes clean,faults (faults is
+    # now the "mixed" mix); --hostile (one model, 20 s stalls) is now the default
+    ap.add_argument("--modes", help=argparse.SUPPRESS)
+    ap.add_argument("--hostile", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--worker", nargs=6, metavar="ARG", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.modes:
+        args.mixes = args.modes.replace("faults", "mixed")
     if args.hostile:
         args.models, args.stall_s = 1, 20.0
 
@@ -309,59 +361,76 @@ def main() -> None:
         print("FORENSET_RESULT " + json.dumps(res))
         return
 
+    mixes = list(MIXES) if args.mixes == "all" else args.mixes.split(",")
+    unknown = sorted(set(mixes) - set(MIXES))
+    if unknown:
+        ap.error(f"unknown mix(es) {unknown}; choose from {', '.join(MIXES)} or all")
     clients = args.clients.split(",")
     py = peer_python(Path(args.peer_venv)) if "curator" in clients else None
     runs: list[dict] = []
     print(
-        f"{args.n} requests, server {args.rps:g} req/s strict window, {args.latency:g} s latency;"
-        f" clients {args.rpm:g} req/min, {args.concurrency} in flight, {args.retries} retries;"
-        f" forenset pool {args.models} model(s), stalls {args.stall_s:g} s"
+        f"{args.n} requests, server {args.rps:g} req/s strict window ({OVERLOADED_RPS:g} when"
+        f" overloaded), {args.latency:g} s latency; clients {args.rpm:g} req/min,"
+        f" {args.concurrency} in flight, {args.retries} retries; forenset pool"
+        f" {args.models} model(s), stalls {args.stall_s:g} s"
     )
-    hdr = f"{'mode':7} {'client':9} {'wall s':>7} {'ok':>8} {'ok/s':>6} {'sent':>5} {'429 over':>8} {'adm/s':>5}"
+    hdr = f"{'mix':10} {'client':9} {'wall s':>7} {'ok':>8} {'ok/s':>6} {'sent':>5} {'429 over':>8} {'adm/s':>5}"
     print(hdr + "  notes")
     for rnd in range(args.rounds):
-        for mode in args.modes.split(","):
+        for mix in mixes:
             order = clients if rnd % 2 == 0 else clients[::-1]
             for client in order:
-                res = one_run(client, mode, args, py, seed=1000 * rnd + len(runs))
+                res = one_run(client, mix, args, py, seed=1000 * rnd + MIXES.index(mix))
                 runs.append(res)
                 notes = ""
                 if client == "forenset":
-                    notes = f"fallbacks {res['fallbacks']} regens {res['regenerations']}" + (
-                        f", errors {res['errors']}" if res["errors"] else ""
-                    )
-                if mode == "faults":
-                    notes += f" injected {sum(res['injected'].values())}"
+                    notes = (
+                        f"regens {res['regenerations']} hedges {res['hedges']}"
+                        f"/{res['hedge_wins']} won, overload cuts {res['overloads']},"
+                        f" holds {res['holds']}, end conc {res['final_concurrency']:.1f},"
+                        f" p95 {res['p95'] or 0:.2f} s, paused {res['paused_s']:.1f} s"
+                    ) + (f", errors {res['errors']}" if res["errors"] else "")
+                if res["injected"]:
+                    notes += f" injected {res['injected']}"
                 print(
-                    f"{mode:7} {client:9} {res['wall_s']:7.1f} {res['ok']:>4}/{args.n:<3} "
+                    f"{mix:10} {client:9} {res['wall_s']:7.1f} {res['ok']:>4}/{args.n:<3} "
                     f"{res['ok'] / res['wall_s']:6.1f} {res['sent']:5} {res['over_rate_429']:8} {res['admitted_rps']:5.1f}  "
                     + notes,
                     flush=True,
                 )
     print("\nmedians (ok rows/s; ÷ limit = ok rows/s ÷ server req/s)")
-    for mode in args.modes.split(","):
+    for mix in mixes:
         rate: dict[str, float] = {}
         for client in clients:
-            rs = [r for r in runs if r["mode"] == mode and r["client"] == client]
+            rs = [r for r in runs if r["mix"] == mix and r["client"] == client]
             rate[client] = statistics.median(r["ok"] / r["wall_s"] for r in rs)
             wall = statistics.median(r["wall_s"] for r in rs)
             missing = max(args.n - r["rows"] for r in rs)
             not_ok = max(args.n - r["ok"] for r in rs)
             print(
-                f"{mode:7} {client:9} wall {wall:5.1f} s  {rate[client]:5.1f} ok/s  "
+                f"{mix:10} {client:9} wall {wall:5.1f} s  {rate[client]:5.1f} ok/s  "
                 f"÷ limit {rate[client] / args.rps:.2f}  most rows missing {missing}, "
                 f"not ok {not_ok}"
             )
         if "forenset" in rate and "curator" in rate:
+            pairs = [
+                (f["ok"] / f["wall_s"]) / (c["ok"] / c["wall_s"])
+                for f, c in zip(
+                    [r for r in runs if r["mix"] == mix and r["client"] == "forenset"],
+                    [r for r in runs if r["mix"] == mix and r["client"] == "curator"],
+                    strict=True,
+                )
+            ]
             print(
-                f"{mode:7} forenset ÷ curator ok rows/s: {rate['forenset'] / rate['curator']:.2f}"
+                f"{mix:10} forenset ÷ curator ok rows/s: {rate['forenset'] / rate['curator']:.2f}"
+                f" (per round {', '.join(f'{x:.2f}' for x in pairs)})"
             )
-            if mode == "clean":
-                print_bounds(args, rate["curator"])
+            if mix == "clean":
+                print_bounds(args, rate["curator"], rate["forenset"])
 
 
-def print_bounds(args: argparse.Namespace, curator_rate: float) -> None:
-    """The fastest any client can finish the clean run, as a multiple of Curator's rate.
+def print_bounds(args: argparse.Namespace, curator_rate: float, forenset_rate: float) -> None:
+    """The fastest any client can finish the clean run, and forenset's wall over it.
 
     Requests start at most ``rate`` apart and the last reply comes ``latency`` after the last
     start, so the wall time is at least ``(n - 1) / rate + latency``: at the configured rate
@@ -373,8 +442,9 @@ def print_bounds(args: argparse.Namespace, curator_rate: float) -> None:
     ):
         floor = (args.n - 1) / per_s + args.latency
         print(
-            f"clean   bound at the {label}: wall >= {floor:.2f} s = "
-            f"{args.n / floor / curator_rate:.2f} x curator's ok rows/s"
+            f"clean      bound at the {label}: wall >= {floor:.2f} s = "
+            f"{args.n / floor / curator_rate:.2f} x curator's ok rows/s; forenset's median "
+            f"wall is {100 * (args.n / forenset_rate / floor - 1):+.1f} % over it"
         )
 
 

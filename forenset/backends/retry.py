@@ -18,6 +18,7 @@ import json
 import logging
 import random
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -83,13 +84,15 @@ async def attempt(
     still_wanted: Callable[[], bool] | None = None,
     log: logging.Logger | None = None,
     label: str = "",
+    started: asyncio.Event | None = None,
 ) -> Attempt[R]:
     """Take a limiter slot, make one call, classify what went wrong, and teach the limiter.
 
     ``send`` raises LLMCallError for failures it understands; ``garbled`` exceptions (a body
     that does not parse) are retryable; anything else is a terminal "unexpected" error of
     this item, never a crash. ``still_wanted`` is asked once a slot is free: False gives the
-    slot back unused (the caller gave up while queueing). Never raises but CancelledError.
+    slot back unused (the caller gave up while queueing). ``started`` is set when the call
+    goes out (after the limiter's wait). Never raises but CancelledError.
     """
     if limiter is not None:
         await limiter.acquire(est_tokens)
@@ -98,6 +101,9 @@ async def attempt(
             return Attempt(skipped=True)
     reply: R | None = None
     failure: LLMCallError | None = None
+    t0 = time.monotonic()
+    if started is not None:
+        started.set()
     try:
         reply = await send()
     except LLMCallError as exc:
@@ -118,11 +124,69 @@ async def attempt(
             limiter.update_from_headers(failure.headers)
             if failure.throttled:
                 limiter.on_throttle(failure.retry_after_s, failure.headers)
+            else:
+                limiter.record("error")
         else:
             assert reply is not None
             limiter.update_from_headers(reply.headers)
-            limiter.concurrency.on_success()
+            limiter.record("ok", time.monotonic() - t0, started=t0)
     return Attempt(reply=reply, failure=failure)
+
+
+_BACKGROUND: set[asyncio.Future[Any]] = set()  # cancelled hedges still cleaning up
+
+
+async def hedged(
+    run: Callable[[asyncio.Event], Awaitable[Attempt[R]]],
+    delay_s: Callable[[], float | None] | None,
+    on_hedge: Callable[[], None] = lambda: None,
+    on_hedge_win: Callable[[], None] = lambda: None,
+) -> Attempt[R]:
+    """``run(started)`` once; if it has not finished ``delay_s()`` seconds after it went out
+    (``run`` sets ``started`` then, after any wait for the limiter; the delay is asked then,
+    from the latencies known by then), once more beside it (a hedge).
+
+    Why: a request stalled far past the observed latency tail (a stuck replica, a lost
+    packet) usually answers sooner when sent again than when waited out to its timeout. The
+    first reply wins and the other copy is cancelled (its limiter slot is given back); when
+    one copy fails while the other still runs, the other is awaited, and when both fail the
+    first failure is returned. ``delay_s`` None, or returning None: no hedge."""
+    started = asyncio.Event()
+    if delay_s is None:
+        return await run(started)
+    first = asyncio.ensure_future(run(started))
+    pending: set[asyncio.Future[Any]] = {first}
+    went_out = asyncio.ensure_future(started.wait())
+    try:
+        await asyncio.wait({first, went_out}, return_when=asyncio.FIRST_COMPLETED)
+        delay = None if first.done() else delay_s()
+        if delay is None:
+            return await first
+        await asyncio.wait({first}, timeout=delay)
+        if first.done():
+            return first.result()
+        on_hedge()
+        second = asyncio.ensure_future(run(asyncio.Event()))
+        pending = {first, second}
+        failed: Attempt[R] | None = None
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                res = task.result()
+                if res.failure is None and not res.skipped:
+                    if task is second:
+                        on_hedge_win()
+                    return res
+                failed = failed if failed is not None else res
+        assert failed is not None
+        return failed
+    finally:
+        went_out.cancel()
+        for task in pending:
+            if not task.done():
+                task.cancel()
+                _BACKGROUND.add(task)
+                task.add_done_callback(_BACKGROUND.discard)
 
 
 # -- what a failed call means ----------------------------------------------------------------
@@ -138,6 +202,21 @@ _REJECTION = re.compile(
     r"json_schema|invalid (request|value|type)|is not a valid|must be (a|one of)",
     re.IGNORECASE,
 )
+# What servers answer when a request's image parts reach a model that cannot see:
+# llama-cpp-python's text chat templates (HTTP 500), OpenAI, vLLM and others (HTTP 400).
+_NO_VISION = re.compile(
+    r'can only concatenate str \(not "list"\) to str|image_url is only supported by certain|'
+    r"not a multimodal model|does not support (image|vision)|(image|vision) (input )?is not "
+    r"supported|does not accept images|cannot (read|see|process) images",
+    re.IGNORECASE,
+)
+
+
+def cannot_see(failure: LLMCallError) -> bool:
+    """Whether a failed request that carried images failed because the model takes none."""
+    return failure.status is not None and bool(_NO_VISION.search(failure.reason))
+
+
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\n\s*File \"|^\s*File \"", re.M)
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.+-]+){2,}")
 _PYDANTIC_ERR = re.compile(r"'loc': \(([^)]*)\), 'msg': (\"[^\"]*\"|'[^']*')")

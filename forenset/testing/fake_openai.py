@@ -96,7 +96,9 @@ class FakeOpenAI(FakeServer):
     serial: one generation at a time (requests queue, as on a one-slot local server; see
     FakeServer for what it counts); openapi_title: GET /openapi.json answers with this title
     (how llama-cpp-python's server can be recognised); slots: GET /props answers
-    ``{"total_slots": slots}`` as llama.cpp's own server (llama-server) does.
+    ``{"total_slots": slots}`` as llama.cpp's own server (llama-server) does; vision: /props
+    also reports ``"modalities": {"vision": vision}`` as llama-server does (a text model:
+    False), and with False image parts are answered as a text model's server does.
     """
 
     LLAMACPP_SCHEMA_ERROR = (
@@ -141,6 +143,7 @@ class FakeOpenAI(FakeServer):
         serial: bool = False,
         slots: int | None = None,
         openapi_title: str | None = None,
+        vision: bool | None = None,
     ) -> None:
         super().__init__(
             latency_s=latency_s,
@@ -152,6 +155,7 @@ class FakeOpenAI(FakeServer):
             serial=serial,
         )
         self.slots = slots
+        self.vision = vision
         self.openapi_title = openapi_title
         self.reply = reply
         self.image_reply = image_reply
@@ -170,8 +174,11 @@ class FakeOpenAI(FakeServer):
 
     # -- routing -----------------------------------------------------------------------
     def route(self, h: BaseHTTPRequestHandler, method: str, path: str, body: bytes) -> None:
-        if method == "GET" and path == "/props" and self.slots is not None:
-            return self.send_json(h, 200, {"total_slots": self.slots, "model_path": "m.gguf"})
+        if method == "GET" and path == "/props" and (self.slots or self.vision is not None):
+            props: dict[str, Any] = {"total_slots": self.slots or 1, "model_path": "m.gguf"}
+            if self.vision is not None:
+                props["modalities"] = {"vision": self.vision, "audio": False}
+            return self.send_json(h, 200, props)
         if method == "GET" and path == "/openapi.json" and self.openapi_title is not None:
             info = {"title": self.openapi_title, "version": "0.3.36"}
             return self.send_json(h, 200, {"openapi": "3.1.0", "info": info, "paths": {}})
@@ -226,6 +233,8 @@ class FakeOpenAI(FakeServer):
         lists = any(isinstance(m.get("content"), list) for m in body.get("messages", []))
         if not self.list_content and lists:
             return self.LLAMACPP_LIST_ERROR
+        if self.vision is False and request_images(body):
+            return "image input is not supported by this model"
         return None
 
     def completion(

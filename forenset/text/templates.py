@@ -1,7 +1,9 @@
 """Prompt templates as files: load by id, render with ``string.Template`` placeholders.
 
 A template file is YAML with ``id``, ``version``, ``system``, ``user`` (``$name`` placeholders)
-and optionally ``response_model``. Its ``content_hash`` is the sha256 of the file bytes, so any
+and optionally ``response_model`` and ``max_tokens`` (the reply's room, sized to what it asks
+for: a judgment needs far fewer tokens than a list of scenarios; a stage's ``llm.max_tokens``
+overrides it). Its ``content_hash`` is the sha256 of the file bytes, so any
 edit to a template changes the hash that rows record and stage fingerprints include.
 """
 
@@ -34,6 +36,7 @@ class Template:
     description: str = ""
     response_model: str | None = None
     variables: frozenset[str] = field(default_factory=frozenset)
+    max_tokens: int | None = None  # the reply's room, sized to its schema
 
     @property
     def prompt_id(self) -> str:
@@ -81,6 +84,7 @@ def load_template(template_id: str, root: str | Path | None = None) -> Template:
         description=str(data.get("description", "")),
         response_model=data.get("response_model"),
         variables=frozenset(_placeholders(system) | _placeholders(user)),
+        max_tokens=int(data["max_tokens"]) if data.get("max_tokens") is not None else None,
     )
 
 

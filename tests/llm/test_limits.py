@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -111,28 +112,113 @@ def test_headers_may_lower_the_configured_caps_but_never_raise_them():
     assert lim.requests.rate == 1.0
 
 
-def test_one_isolated_429_holds_only_its_item_a_second_holds_the_model():
+def test_isolated_429s_and_500s_delay_only_their_item():
     lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", rpm=600))
-    assert lim.on_throttle(2.0) is False  # one 429: its item waits, the model goes on
-    assert lim.paused_until == 0.0 and lim.stats.holds == 0
-    assert lim.on_throttle(0.5) is True  # a second within the window: the window is full
+    for i in range(300):  # a 429 every 10th call, a 500 every 7th: below the cluster share
+        if i % 10 == 0:
+            assert lim.on_throttle(2.0) is False
+        elif i % 7 == 0:
+            assert lim.record("error") is False
+        else:
+            lim.record("ok", 0.2)
+    assert lim.paused_until == 0.0 and lim.stats.holds == 0 and lim.stats.overloads == 0
+    assert lim.concurrency.limit == lim.concurrency.maximum
+    assert lim.requests is not None and lim.requests.rate == 10.0
+    assert lim.stats.throttled == 30
+
+
+def test_clustered_429s_cut_concurrency_and_pace_and_hold_the_model_once():
+    spec = ModelSpec(backend="openai", model="m", rpm=600, overload_window=16)
+    lim = ModelLimiter.from_spec(spec)  # 16 x 0.25: the 4th 429 of 16 calls is a cluster
+    assert [lim.on_throttle(0.5) for _ in range(4)] == [False, False, False, True]
+    assert lim.stats.overloads == 1 and lim.stats.holds == 1
+    assert "4 of the last 4 calls were 429s" in (lim.stats.last_overload or "")
+    assert lim.concurrency.limit == pytest.approx(0.7 * lim.concurrency.maximum)
+    assert lim.requests is not None and lim.requests.rate == pytest.approx(7.0)
     held = lim.paused_until
-    assert held > 0 and lim.stats.holds == 1 and lim.stats.throttled == 2
-    assert lim.requests is not None and lim.requests.next_at >= held
-    lim.on_throttle(0.1)  # a shorter Retry-After does not shorten, and holds never add up
-    assert lim.paused_until == held
+    assert held > 0 and lim.requests.next_at >= held
+    assert lim.on_throttle(0.5) is False  # the window starts afresh after a cut
+    assert lim.stats.overloads == 1 and lim.paused_until == held
 
 
-def test_429_headers_decide_the_hold_nothing_remaining_holds_at_once():
+def test_the_pace_grows_back_to_its_ceiling_and_no_further():
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", rpm=600))
+    for _ in range(8):
+        lim.on_throttle(None)
+    assert lim.requests is not None and lim.requests.rate == pytest.approx(7.0)
+    assert lim.paused_until == 0.0  # no Retry-After: nothing to hold for
+    for _ in range(2000):
+        lim.record("ok", 0.1)
+    assert lim.requests.rate == 10.0 and lim.concurrency.limit == lim.concurrency.maximum
+
+
+def test_climbing_latency_cuts_the_concurrency_not_the_pace():
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", rpm=600))
+    for _ in range(32):
+        lim.record("ok", 0.2)
+    assert lim.stats.overloads == 0
+    for _ in range(15):  # half the window slower: the median has not moved yet
+        lim.record("ok", 1.0)
+    assert lim.stats.overloads == 0
+    for _ in range(2):
+        lim.record("ok", 1.0)
+    assert lim.stats.overloads == 1 and "latency" in (lim.stats.last_overload or "")
+    assert lim.concurrency.limit < lim.concurrency.maximum
+    assert lim.requests is not None and lim.requests.rate == 10.0
+
+
+def test_hedge_delay_follows_the_latency_tail_with_a_floor():
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", timeout_s=10.0))
+    for _ in range(19):
+        lim.record("ok", 0.1)
+    assert lim.hedge_delay() is None  # too few latencies seen
+    lim.record("ok", 0.1)
+    assert lim.hedge_delay() == 1.0  # 3 x 0.1 s is under the 1 s floor
+    for _ in range(200):
+        lim.record("ok", 0.5)
+    assert lim.hedge_delay() == pytest.approx(1.5)
+    for _ in range(200):
+        lim.record("ok", 3.0)
+    assert lim.hedge_delay() == 5.0  # 9 s: capped at half the 10 s timeout
+    for _ in range(200):
+        lim.record("ok", 5.0)
+    assert lim.hedge_delay() is None  # the tail itself reaches half the timeout
+    off = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", hedge_multiplier=0))
+    local = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m"))
+    local.slots = 1  # a self-hosted server with one generation slot
+    for lim in (off, local):
+        for _ in range(30):
+            lim.record("ok", 0.1)
+        assert lim.hedge_delay() is None
+
+
+def test_a_429_saying_nothing_remains_holds_until_the_reset_without_a_cut():
     lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m"))
     some_left = {"x-ratelimit-remaining-requests": "12", "x-ratelimit-remaining-tokens": "900"}
-    assert [lim.on_throttle(1.0, some_left) for _ in range(3)] == [False] * 3
+    for _ in range(3):
+        lim.update_from_headers(some_left)
+        assert lim.on_throttle(1.0, some_left) is False
     assert lim.paused_until == 0.0 and lim.stats.throttled == 3
     assert lim.concurrency.limit == lim.concurrency.maximum  # no overload shown: no AIMD cut
-    assert lim.on_throttle(0.3, {"x-ratelimit-remaining-requests": "0"}) is True
+    gone = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "300ms"}
+    lim.update_from_headers(gone)  # attempt() reads every reply's headers, a 429's too
+    lim.on_throttle(1.0, gone)
     assert lim.paused_until > 0
+    assert lim.concurrency.limit == lim.concurrency.maximum
 
 
 def test_redact_masks_key_like_tokens():
     assert "sk-abc" not in redact("Incorrect API key provided: sk-abc123def456")
     assert redact("plain text 401") == "plain text 401"
+
+
+def test_the_first_wave_of_calls_is_left_out_of_the_latency_tail():
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m"))
+    t0 = time.monotonic()
+    for _ in range(30):  # sent together, answered slowly (one cold start they all waited on)
+        lim.record("ok", 5.0, started=t0)
+    assert lim.window.quantile(0.95) is None
+    later = time.monotonic()
+    for _ in range(20):
+        lim.record("ok", 0.2, started=later)
+    assert lim.window.quantile(0.95) == pytest.approx(0.2)

@@ -53,13 +53,39 @@ def test_structured_output_is_negotiated_against_the_real_server(llamacpp_server
     assert any(r.ok for r in out), [r.error for r in out]
 
 
-def test_a_long_reply_cut_at_max_tokens_says_so(llamacpp_server):
+def test_images_sent_to_the_text_model_stop_at_once_in_one_sentence(llamacpp_server):
+    import io
+
+    from PIL import Image
+
+    from forenset.backends.llm import VisionUnsupported
+
+    reset_limiters()
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(buf, format="PNG")
+    reqs = [ChatRequest(task="caption", item_id=f"v{i}", system="You caption photos.",
+                        user="Caption this photo.", images=[buf.getvalue()],
+                        response_model=Verdict) for i in range(4)]  # fmt: skip
+    s = LLMSettings.model_validate(settings(llamacpp_server))
+    with pytest.raises(VisionUnsupported) as info:
+        run_chat(reqs, s, build_seed=1, stage="real-captions", cache=None)
+    msg = str(info.value)
+    assert msg.startswith("Stage 'real-captions' sends images, but the model openai/smollm2")
+    assert "cannot take them" in msg and 'can only concatenate str (not "list") to str' in msg
+    assert msg.endswith(".") and msg.count(". ") == 0 and 'File "' not in msg
+
+
+def test_a_long_reply_cut_at_max_tokens_is_asked_again_to_be_brief(llamacpp_server):
     reset_limiters()
     req = ChatRequest(task="t", item_id="long", system="", user="Write a very long story.")
     s = LLMSettings.model_validate(settings(llamacpp_server, max_tokens=8, regenerations=0))
     [r] = run_chat([req], s, build_seed=1, stage="real-length", cache=None)
-    assert r.status == "error" and "cut at max_tokens=16 (finish_reason length)" in r.error
-    assert r.attempts == 2
+    assert r.attempts == 2  # cut at 8, asked again (told to be brief) with 16
+    # SmolLM2 often fits the brief retry (measured 2026-12-06); if not, the row says both
+    assert r.ok or (
+        "cut at max_tokens=16 (finish_reason length)" in (r.error or "")
+        and "asking for a brief reply" in (r.error or "")
+    ), r.error
 
 
 @pytest.mark.timeout(1800)  # a whole build on a 135M model over 2 CPU cores
@@ -76,12 +102,13 @@ def test_every_model_stage_against_the_real_server(tmp_path, llamacpp_server, st
         sources={"samples": ["coffee"], "folders": [str(tmp_path / "photos")], "max_side": 64},
         **{stage: own},
     )
-    if stage in IMAGE_STAGES:  # a text-only model: every request rejected alike -> stop
+    if stage in IMAGE_STAGES:  # a text-only model cannot take the images -> stop at once
         with pytest.raises(BuildFailed) as info:
             run_local(cfg)
         msg = str(info.value)
-        assert "failed the same way" in msg and "rejected the request" in msg, msg
-        assert "can only concatenate" in msg and 'File "' not in msg
+        assert f"Stage '{stage}' sends images" in msg and "openai/smollm2" in msg, msg
+        assert "cannot take them" in msg and "can only concatenate" in msg
+        assert 'File "' not in msg
         return
     store, stats, _ = run_local(cfg)
     got = rows(store, stage)

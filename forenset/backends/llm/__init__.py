@@ -33,6 +33,7 @@ _WHERE = {
     "LLMSettings": "types",
     "ModelSpec": "types",
     "StageAborted": "types",
+    "VisionUnsupported": "types",
 }
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "OfflineChat",
     "ResponseCache",
     "StageAborted",
+    "VisionUnsupported",
     "cache_key",
     "choose_model",
     "extract_json",

@@ -19,7 +19,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
 from forenset.backends import apiloop
@@ -32,12 +32,13 @@ from forenset.backends.llm.registry import Backends
 from forenset.backends.llm.secrets import redact
 from forenset.backends.llm.state import StageState, _Item
 from forenset.backends.llm.types import (
+    DEFAULT_MAX_TOKENS,
     ChatRequest,
     ChatResult,
     LLMSettings,
     ModelSpec,
 )
-from forenset.backends.retry import RetryPolicy, attempt
+from forenset.backends.retry import Attempt, RetryPolicy, attempt, cannot_see, hedged
 from forenset.seeds import derive_seed
 
 log = logging.getLogger("forenset.llm")
@@ -82,15 +83,15 @@ class Engine:
         stage: str,
         cache: ResponseCache | None,
     ) -> list[ChatResult]:
-        from forenset.backends.llm.batch import BATCH_BACKENDS, run_batch_group
-
         state = self.stage_state(stage, build_seed, settings)
         if state.aborted:
             state.raise_aborted()
         requests = [
-            r
+            dataclasses.replace(r, max_tokens=settings.max_tokens)
+            if settings.max_tokens is not None
+            else r
             if r.max_tokens is not None
-            else dataclasses.replace(r, max_tokens=settings.max_tokens)
+            else dataclasses.replace(r, max_tokens=DEFAULT_MAX_TOKENS)
             for r in requests
         ]
         items = [
@@ -104,8 +105,13 @@ class Engine:
 
         jobs: list[Coroutine[Any, Any, None]] = []
         groups: dict[tuple[str, str | None, str], list[int]] = {}
+        batch_backends: tuple[str, ...] = ()
+        if any(item.spec.batch for item in items):  # batch.py loads both SDKs (~1-2 s)
+            from forenset.backends.llm.batch import BATCH_BACKENDS, run_batch_group
+
+            batch_backends = tuple(BATCH_BACKENDS)
         for i, item in enumerate(items):
-            if item.spec.batch and item.spec.backend in BATCH_BACKENDS:
+            if item.spec.batch and item.spec.backend in batch_backends:
                 spec_key = (item.spec.backend, item.spec.base_url, item.spec.model)
                 groups.setdefault(spec_key, []).append(i)
             else:
@@ -239,6 +245,20 @@ class Engine:
         )
         log.debug(state.aborted)
 
+    def abort_blind(self, state: StageState, stage: str, spec: ModelSpec, why: str) -> None:
+        """Stop the stage (and the build) at once: it sends images to a model that cannot
+        take them, so every one of its requests would fail alike."""
+        if state.aborted:
+            return
+        why = why.replace(". ", "; ").rstrip(".")[:200]
+        where = f" at {spec.base_url}" if spec.base_url else ""
+        state.fatal = state.blind = True
+        state.aborted = (
+            f"Stage '{stage}' sends images, but the model {spec.label}{where} cannot take "
+            f"them ({why}); give the stage a vision model in its llm.pool."
+        )
+        log.error(state.aborted)
+
     def finish(
         self,
         result: ChatResult,
@@ -314,6 +334,8 @@ class Engine:
         while True:
             if limiter is not None:
                 await self.probe_slots(spec, limiter)
+            if not state.aborted and req.images and limiter is not None and limiter.vision is False:
+                self.abort_blind(state, stage, spec, "its server reports no vision modality")
             if state.aborted:
                 return self.result(
                     item, status="error", error="stage aborted: error rate", retryable=True
@@ -329,7 +351,8 @@ class Engine:
             try:
                 if limiter is not None and spec.prefect_rate_limit:
                     await _prefect_slot(spec.prefect_rate_limit)
-                sent = await attempt(
+                send = functools.partial(
+                    attempt,
                     functools.partial(backend.complete, spec, req, extra),
                     limiter,
                     est_tokens=est,
@@ -339,6 +362,7 @@ class Engine:
                     log=log,
                     label=spec.label,
                 )
+                sent = await self.hedged(send, limiter, spec, req.item_id)
             finally:
                 state.reserved_usd -= est_cost
             if sent.skipped:
@@ -367,6 +391,11 @@ class Engine:
                     spec, backend = other, self.backends[other.backend]
                     limiter = self.limiter_for(other) if other.backend != "offline" else None
                     continue
+            if failure is not None and req.images and cannot_see(failure):
+                self.abort_blind(
+                    state, stage, spec, f"it answered image parts with {failure.reason}"
+                )
+                return self.result(item, status="error", error=failure.reason)
             if failure is not None:
                 if await policy.wait_to_retry(failure, retries, rng):
                     retries += 1
@@ -393,13 +422,19 @@ class Engine:
                 await self.store(item, cache, raw)
                 res = self.result(item, status="ok", text=raw.text, parsed=parsed)
                 return self.finish(res, state, settings, stage)
-            if cut and item.grown < 1:  # once more with more room for the reply
+            if cut and item.grown < 1:  # once more, asked to be brief, with more room
                 item.grown += 1
-                room = max(int(req.max_tokens or settings.max_tokens) * settings.length_growth, 1)
-                req = item.req = dataclasses.replace(req, max_tokens=int(room))
+                was = int(req.max_tokens or DEFAULT_MAX_TOKENS)
+                room = max(int(was * settings.length_growth), 1)
+                user = req.user + brevity_note(was, req.response_model is not None)
+                req = item.req = dataclasses.replace(req, max_tokens=room, user=user)
                 item.key = self.make_item(req, spec).key
                 log.info(
-                    "%s cut item %s at max_tokens; again with %d", spec.label, req.item_id, room
+                    "%s cut item %s at max_tokens=%d; asked again to be brief, room %d",
+                    spec.label,
+                    req.item_id,
+                    was,
+                    room,
                 )
                 continue
             if not cut and perr is not None and repairs_used < settings.repair_retries:
@@ -412,11 +447,35 @@ class Engine:
             if cut:
                 perr = (
                     f"reply cut at max_tokens={req.max_tokens} (finish_reason length), also "
-                    f"after one retry with {settings.length_growth:g}x the room; raise the "
-                    "stage's llm.max_tokens"
+                    f"after one retry asking for a brief reply with {settings.length_growth:g}x "
+                    "the room; raise the stage's llm.max_tokens"
                 )
             res = self.result(item, status="error", text=raw.text, error=perr, retryable=False)
             return self.finish(res, state, settings, stage)
+
+    async def hedged(
+        self,
+        send: Callable[..., Awaitable[Attempt[RawReply]]],
+        limiter: ModelLimiter | None,
+        spec: ModelSpec,
+        item_id: str,
+    ) -> Attempt[RawReply]:
+        """One attempt, hedged after the model's observed latency tail (see
+        ``ModelLimiter.hedge_delay``); hedges and hedge wins are counted on the limiter."""
+        if limiter is None:
+            return await send()
+        lim = limiter
+        run = functools.partial(_send_started, send)
+
+        def fired() -> None:
+            lim.stats.hedges += 1
+            log.info("%s: item %s unanswered after the latency tail; hedged", spec.label, item_id)
+
+        def won() -> None:
+            lim.stats.hedge_wins += 1
+
+        never = lim.hedge_multiplier <= 0 or lim.slots is not None
+        return await hedged(run, None if never else lim.hedge_delay, fired, won)
 
     async def probe_slots(self, spec: ModelSpec, limiter: ModelLimiter) -> None:
         """Once per limiter: cap its concurrency at the server's generation slots when a
@@ -429,6 +488,8 @@ class Engine:
             limiter.probed = True
             return
         await limiter.probe_slots(lambda: slots(spec))
+        said = getattr(self.backends[spec.backend], "vision", {})
+        limiter.vision = said.get(spec.base_url) if isinstance(said, dict) else None
         if limiter.slots is not None:
             log.info(
                 "%s at %s generates %d request(s) at once: at most %d in flight",
@@ -460,6 +521,22 @@ class Engine:
         state.input_tokens += raw.input_tokens
         state.output_tokens += raw.output_tokens
         state.spent_usd += cost
+
+
+def brevity_note(cut_at: int, structured: bool) -> str:
+    """What a request cut at ``cut_at`` tokens adds to its prompt when asked again: a model
+    that rambled once rambles again with more room unless told to be brief."""
+    end = "and close the JSON object" if structured else "and finish your last sentence"
+    return (
+        f"\n\nYour previous reply ran past {cut_at} tokens and was cut off. Answer again, "
+        f"briefly: keep every field short, add nothing that was not asked for, {end}."
+    )
+
+
+async def _send_started(
+    send: Callable[..., Awaitable[Attempt[RawReply]]], started: asyncio.Event
+) -> Attempt[RawReply]:
+    return await send(started=started)
 
 
 async def _prefect_slot(name: str) -> None:
@@ -545,6 +622,13 @@ def limiter_stats(spec: ModelSpec) -> dict[str, Any]:
             "requests": lim.stats.requests,
             "throttled": lim.stats.throttled,
             "holds": lim.stats.holds,
+            "paused_s": lim.stats.paused_s,
+            "overloads": lim.stats.overloads,
+            "last_overload": lim.stats.last_overload,
+            "hedges": lim.stats.hedges,
+            "hedge_wins": lim.stats.hedge_wins,
+            "latency_p95": lim.window.quantile(0.95),
+            "hedge_delay": lim.hedge_delay(),
             "header_updates": lim.stats.header_updates,
             "concurrency_limit": lim.concurrency.limit,
             "rpm": lim.requests.rate * 60 if lim.requests else None,

@@ -2,12 +2,20 @@
 
 All limiter objects live on the process's one API loop (see ../apiloop.py), so every
 shard/thread of the process shares them without locks.
+
+Overload and one item's bad luck are told apart by a sliding window of outcomes
+(``OutcomeWindow``): a 429 or a 500 delays only its own item; the whole model slows down
+(fewer in flight, a slower pace, a hold for the Retry-After) only when 429s cluster in the
+window, when the window's median latency climbs well above the best seen, or when the
+server says its limit is used up (x-ratelimit-remaining-* 0). The same window's latencies
+set when a stalled request is hedged (``hedge_delay``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import statistics
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -112,8 +120,12 @@ class AdaptiveConcurrency:
         """One cut per cooldown: a burst of 429s from one overload counts once."""
         now = time.monotonic()
         if now - self._last_cut >= self.cooldown_s:
-            self.limit = max(1.0, self.limit * self.decrease)
-            self._last_cut = now
+            self.cut()
+
+    def cut(self) -> None:
+        """x ``decrease`` now (the caller decided that the evidence shows overload)."""
+        self.limit = max(1.0, self.limit * self.decrease)
+        self._last_cut = time.monotonic()
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -149,13 +161,95 @@ def retry_after_from(headers: Mapping[str, str]) -> float | None:
     return None
 
 
+class OutcomeWindow:
+    """The last ``size`` outcomes of one model ("ok", "429" or "error") and the latencies of
+    its successes: the evidence for overload and for the hedging delay.
+
+    ``overloaded`` says why the model is overloaded, or None: at least ``share_429`` of the
+    window's size are 429s (429s cluster: a lone 429 or a few spread out are one item's bad
+    luck), or, with at least half a window of successes, their median latency is
+    ``latency_climb`` times the lowest median seen (the server is queueing). 500s and other
+    errors never count as overload: a failing request is not a busy server. After a cut the
+    window starts afresh, so the next cut needs new evidence.
+    """
+
+    def __init__(self, size: int, share_429: float, latency_climb: float) -> None:
+        self.size = size
+        self.share_429 = share_429
+        self.latency_climb = latency_climb
+        self.outcomes: deque[str] = deque(maxlen=size)
+        self.latencies: deque[float] = deque(maxlen=size)  # successes in the window
+        self.tail: deque[float] = deque(maxlen=HEDGE_SAMPLES)  # successes, longer memory
+        self.baseline: float | None = None  # the lowest median latency of a full window
+        self.warm_at: float | None = None  # when the first success came back
+
+    def add(
+        self, outcome: str, latency_s: float | None = None, started: float | None = None
+    ) -> None:
+        """One outcome; a success's latency is kept unless its call went out (``started``,
+        monotonic) before the model's first answer came back: that first wave also waited
+        on cold starts (the connection pool, the structured-output negotiation, which sends
+        one request at a time), not on the server."""
+        self.outcomes.append(outcome)
+        if outcome != "ok" or latency_s is None:
+            return
+        if self.warm_at is None:
+            self.warm_at = time.monotonic()
+            if started is not None:
+                return
+        elif started is not None and started < self.warm_at:
+            return
+        self.latencies.append(latency_s)
+        self.tail.append(latency_s)
+
+    def median_latency(self) -> float | None:
+        if len(self.latencies) < max(2, self.size // 2):
+            return None
+        return statistics.median(self.latencies)
+
+    def overloaded(self) -> str | None:
+        n429 = sum(o == "429" for o in self.outcomes)
+        if n429 >= max(2, self.share_429 * self.size):
+            return f"{n429} of the last {len(self.outcomes)} calls were 429s"
+        med = self.median_latency()
+        if med is None:
+            return None
+        if self.baseline is None or med < self.baseline:
+            self.baseline = med
+            return None
+        if med > self.latency_climb * self.baseline:
+            return f"median latency {med:.2f}s, {med / self.baseline:.1f}x the lowest seen"
+        return None
+
+    def restart(self) -> None:
+        self.outcomes.clear()
+        self.latencies.clear()
+
+    def quantile(self, q: float) -> float | None:
+        """The ``q`` quantile of recent successful latencies (None below HEDGE_MIN_SAMPLES)."""
+        if len(self.tail) < HEDGE_MIN_SAMPLES:
+            return None
+        xs = sorted(self.tail)
+        return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+HEDGE_SAMPLES = 200  # successful latencies kept for the hedging quantile
+HEDGE_MIN_SAMPLES = 20  # no hedging before this many successes were seen
+RATE_CUT = 0.7  # the pace after 429s cluster, as a share of the pace before
+RATE_RECOVERY = 0.002  # the pace grows back by this share of its cap per success
+
+
 @dataclass
 class LimiterStats:
     requests: int = 0
     throttled: int = 0
-    holds: int = 0  # throttles that held the whole model (the others delayed one item)
+    holds: int = 0  # times the whole model was held (the other 429s delayed one item)
     header_updates: int = 0
     paused_s: float = 0.0
+    overloads: int = 0  # cuts of concurrency (and pace, for 429s) on the outcome window
+    last_overload: str | None = None  # why the last cut happened
+    hedges: int = 0  # stalled requests sent a second time
+    hedge_wins: int = 0  # ... where the second copy answered first
 
 
 @dataclass
@@ -174,11 +268,15 @@ class ModelLimiter:
     rpm_cap: float | None = None
     tpm_cap: float | None = None
     paused_until: float = 0.0
-    window_s: float = 1.0  # two throttles this close together mean the server's window is full
-    last_throttle: float = float("-inf")
+    pace_ceiling: float | None = None  # req/s the pace grows back to after a cut
     stats: LimiterStats = field(default_factory=LimiterStats)
     slots: int | None = None  # generation slots the server reported (see probe_slots)
+    vision: bool | None = None  # whether the server says its model takes images (None: silent)
     probed: bool = False
+    window: OutcomeWindow = field(default_factory=lambda: OutcomeWindow(32, 0.25, 3.0))
+    hedge_multiplier: float = 3.0  # hedge after this x the p95 latency (0: never) ...
+    hedge_floor_s: float = 1.0  # ... and never sooner than this
+    timeout_s: float = 60.0
     _probe_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def probe_slots(self, probe: Callable[[], Awaitable[int | None]]) -> None:
@@ -201,7 +299,21 @@ class ModelLimiter:
         key = (spec.backend, spec.base_url or "", spec.rate_group or spec.model)
         req = Pacer(spec.rpm / 60.0) if spec.rpm else None
         tok = Pacer(spec.tpm / 60.0) if spec.tpm else None
-        return cls(key, AdaptiveConcurrency(spec.max_concurrency), req, tok, spec.rpm, spec.tpm)
+        return cls(
+            key,
+            AdaptiveConcurrency(spec.max_concurrency),
+            req,
+            tok,
+            spec.rpm,
+            spec.tpm,
+            window=OutcomeWindow(
+                spec.overload_window, spec.overload_429_share, spec.overload_latency_climb
+            ),
+            pace_ceiling=spec.rpm / 60.0 if spec.rpm else None,
+            hedge_multiplier=spec.hedge_multiplier,
+            hedge_floor_s=spec.hedge_floor_s,
+            timeout_s=spec.timeout_s,
+        )
 
     async def acquire(self, est_tokens: int) -> None:
         """Wait for a concurrency slot, any hold, then the request and token pacers."""
@@ -236,37 +348,65 @@ class ModelLimiter:
     def on_throttle(
         self, retry_after_s: float | None, headers: Mapping[str, str] | None = None
     ) -> bool:
-        """Count a 429; hold the whole model only when the server's window is shown full.
+        """Count a 429; hold the whole model only when 429s cluster (see ``record``).
 
         One 429 is evidence about one request: its item waits its Retry-After (the retry
-        policy does that) and every other request goes on. The model is held for the
-        Retry-After when the 429's x-ratelimit-remaining-* headers say nothing remains; a
-        429 whose headers say some remain (a per-request throttle, an overloaded replica)
-        never holds it. Without such headers, a second 429 within ``window_s`` of the last
-        is taken as a full window. Only a full window cuts the AIMD concurrency too (random
-        429s from a healthy server would otherwise starve it). Returns whether the model was
-        held.
+        policy does that) and every other request goes on. A 429 whose x-ratelimit-remaining-*
+        headers say nothing remains holds the model until the window's reset
+        (``update_from_headers``, called for every reply). Returns whether the model was held
+        for this 429's Retry-After (the window showed overload).
         """
-        now = time.monotonic()
-        h = {k.lower(): v for k, v in (headers or {}).items()}
-        remaining = [
-            _num(h.get(f"x-ratelimit-remaining-{kind}")) for kind in ("requests", "tokens")
-        ]
-        known = [v for v in remaining if v is not None]
-        if known:
-            corroborated = any(v <= 0 for v in known)
-        else:
-            corroborated = now - self.last_throttle <= self.window_s
-        self.last_throttle = now
         self.stats.throttled += 1
-        if not corroborated:
+        return self.record("429", retry_after_s=retry_after_s)
+
+    def record(
+        self,
+        outcome: str,
+        latency_s: float | None = None,
+        retry_after_s: float | None = None,
+        started: float | None = None,
+    ) -> bool:
+        """One finished call ("ok", "429", "error"): feed the outcome window and, when it
+        shows overload, cut the concurrency (AIMD), and for clustered 429s also the pace and
+        hold the model for the Retry-After. Successes grow the pace back towards its cap."""
+        self.window.add(outcome, latency_s, started)
+        if outcome == "ok":
+            self.concurrency.on_success()
+            top = self.pace_ceiling
+            if self.requests is not None and top and self.requests.rate < top:
+                self.requests.set_rate(min(top, self.requests.rate + RATE_RECOVERY * top))
+        if outcome == "error":
             return False
-        self.concurrency.on_throttle()  # an overload signal: fewer in flight for a while
+        why = self.window.overloaded()
+        if why is None:
+            return False
+        self.stats.overloads += 1
+        self.stats.last_overload = why
+        self.concurrency.cut()
+        self.window.restart()
+        if outcome != "429":  # latency climbed: fewer in flight, same pace
+            return False
+        if self.requests is not None:
+            self.requests.set_rate(self.requests.rate * RATE_CUT)
         if retry_after_s:
             self.stats.holds += 1
             self.pause(retry_after_s)
             return True
         return False
+
+    def hedge_delay(self) -> float | None:
+        """Seconds after which a request still unanswered is sent again: ``hedge_multiplier``
+        x the p95 of recent successful latencies, at least ``hedge_floor_s`` and at most half
+        the timeout (hedging later saves little over the timeout's own retry). None when
+        hedging is off, too few latencies are known, the p95 itself reaches half the timeout
+        (a slow server, not a stalled request), or the server reported its generation slots
+        (a self-hosted server: a second copy only queues behind the first)."""
+        if self.hedge_multiplier <= 0 or self.slots is not None:
+            return None
+        p95 = self.window.quantile(0.95)
+        if p95 is None or p95 >= self.timeout_s / 2:
+            return None
+        return min(max(self.hedge_floor_s, self.hedge_multiplier * p95), self.timeout_s / 2)
 
     def update_from_headers(self, headers: Mapping[str, str]) -> None:
         """Follow x-ratelimit-* headers: lower the pace (never above the configured cap),
@@ -289,8 +429,14 @@ class ModelLimiter:
                         self.requests = pacer
                     else:
                         self.tokens = pacer
-                elif abs(pacer.rate - rate) > 1e-9:
+                elif kind == "tokens" and abs(pacer.rate - rate) > 1e-9:
                     pacer.set_rate(rate)
+                elif kind == "requests" and (
+                    self.pace_ceiling is None or abs(self.pace_ceiling - rate) > 1e-9
+                ):  # a new limit; the same one again leaves a cut pace to grow back
+                    pacer.set_rate(rate)
+                if kind == "requests":
+                    self.pace_ceiling = rate
             if remaining is not None and remaining <= 0 and reset:
                 self.pause(reset)
 

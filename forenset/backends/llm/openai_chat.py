@@ -111,7 +111,9 @@ IDLE_WAIT = 4
 LLAMACPP_PYTHON_TITLE = "llama.cpp Python API"  # llama-cpp-python's FastAPI app title
 
 
-async def server_slots(spec: ModelSpec, timeout_s: float = 5.0) -> tuple[int | None, bool]:
+async def server_slots(
+    spec: ModelSpec, timeout_s: float = 5.0, vision: dict[str, bool] | None = None
+) -> tuple[int | None, bool]:
     """How many requests a self-hosted server generates at once, when it says so: llama.cpp's
     own server reports ``total_slots`` at GET /props; llama-cpp-python's server (its OpenAPI
     title) serves one request at a time. None when the server says neither (vLLM, SGLang,
@@ -121,7 +123,10 @@ async def server_slots(spec: ModelSpec, timeout_s: float = 5.0) -> tuple[int | N
 
     Why: a serial server queues what it cannot generate yet, so a client that sends more
     than its slots only makes the queued requests wait out their timeouts and be abandoned.
-    Neither endpoint takes the server's generation slot, so the probe never waits on it."""
+    Neither endpoint takes the server's generation slot, so the probe never waits on it.
+
+    llama.cpp's /props also says whether the loaded model takes images (``modalities``:
+    ``{"vision": false}`` for a text model); that goes into ``vision[base_url]``."""
     if not spec.base_url:
         return None, False
     import httpx
@@ -139,6 +144,10 @@ async def server_slots(spec: ModelSpec, timeout_s: float = 5.0) -> tuple[int | N
             if not isinstance(obj, dict):
                 continue
             slots = obj.get("total_slots")
+            modalities = obj.get("modalities")
+            if path == "/props" and isinstance(modalities, dict) and vision is not None:
+                if isinstance(modalities.get("vision"), bool):
+                    vision[spec.base_url] = modalities["vision"]
             if path == "/props" and isinstance(slots, int) and slots >= 1:
                 return slots, False
             title = str((obj.get("info") or {}).get("title", ""))
@@ -163,13 +172,15 @@ class OpenAIChat:
         self.locks: dict[tuple[str, str], asyncio.Lock] = {}
         # base_urls of servers that finish a generation whose client left (llama-cpp-python)
         self.finishes_abandoned: set[str] = set()
+        # base_url -> whether its model takes images, where the server says (llama.cpp /props)
+        self.vision: dict[str, bool] = {}
 
     def client(self, spec: ModelSpec) -> openai.AsyncOpenAI:
         return apiloop.openai_client(spec)
 
     async def slots(self, spec: ModelSpec) -> int | None:
         """The server's generation slots when it reports them (``server_slots``)."""
-        slots, finishes = await server_slots(spec)
+        slots, finishes = await server_slots(spec, vision=self.vision)
         if finishes and spec.base_url:
             self.finishes_abandoned.add(spec.base_url)
         else:  # a port reused by another server

@@ -9,7 +9,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from forenset.backends.llm.types import ChatRequest, ErrorRateExceeded, ModelSpec, SameFailure
+from forenset.backends.llm.types import (
+    ChatRequest,
+    ErrorRateExceeded,
+    ModelSpec,
+    SameFailure,
+    VisionUnsupported,
+)
 
 
 @dataclass
@@ -29,9 +35,12 @@ class StageState:
     same_error: str | None = None  # the server failure every finished call so far ended with
     same_count: int = 0
     fatal: bool = False  # aborted because every call failed the same way: stops the build
+    blind: bool = False  # aborted because the model cannot take the stage's images
 
     def raise_aborted(self) -> None:
         assert self.aborted is not None
+        if self.blind:
+            raise VisionUnsupported(self.aborted)
         raise (SameFailure if self.fatal else ErrorRateExceeded)(self.aborted)
 
     def snapshot(self) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from forenset.errors import ForensetError, ModelServiceError
 # json_schema (OpenAI, vLLM, SGLang), json_object with a "schema" (llama.cpp servers),
 # json_object (the schema in the prompt), prompt (no response_format; the reply validated).
 OUTPUT_MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
+# a request's output room when neither its prompt nor its stage's llm.max_tokens sets one
+DEFAULT_MAX_TOKENS = 1024
 
 
 @dataclass
@@ -48,11 +50,13 @@ class ChatRequest:
         **variables: object,
     ) -> ChatRequest:
         """One request from a project template: its id@version and content hash travel with
-        it, so rows and caches say which prompt produced them."""
-        from forenset.text.templates import render
+        it, so rows and caches say which prompt produced them; its declared ``max_tokens``
+        sizes the reply (a stage's ``llm.max_tokens`` overrides it)."""
+        from forenset.text.templates import load_template, render
 
         system, user, pid, phash = render(template, root, **variables)
         return cls(
+            max_tokens=load_template(template, root).max_tokens,
             task=task,
             item_id=item_id,
             system=system,
@@ -155,6 +159,19 @@ class ModelSpec(BaseModel):
     structured_output: Literal[
         "auto", "json_schema", "json_object_schema", "json_object", "prompt"
     ] = operational("auto")
+    # overload vs one item's bad luck (limits.OutcomeWindow): over the last overload_window
+    # calls, 429s at least overload_429_share of it, or a median latency overload_latency_climb
+    # x the lowest seen, cut the concurrency (and for 429s the pace, and hold for the
+    # Retry-After); a lone 429 or 500 delays only its own item
+    overload_window: int = operational(32, ge=4)
+    overload_429_share: float = operational(0.25, gt=0, le=1)
+    overload_latency_climb: float = operational(3.0, gt=1)
+    # a request unanswered after hedge_multiplier x the p95 latency of recent successes (at
+    # least hedge_floor_s, at most timeout_s / 2, 20 seen) is sent again; the first answer
+    # wins, the other is cancelled. 0 turns hedging off (a paid API may bill both copies);
+    # never on a server that reports its generation slots (a copy would queue behind it)
+    hedge_multiplier: float = operational(3.0, ge=0)
+    hedge_floor_s: float = operational(1.0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict)  # extra body / config fields
 
     @field_validator("backend")
@@ -177,9 +194,11 @@ class LLMSettings(BaseModel):
     backoff_base_s: float = operational(0.5, ge=0)
     backoff_max_s: float = operational(30.0, ge=0)
     repair_retries: int = Field(1, ge=0)  # invalid JSON / schema -> show the model the error
-    # output room per request when the stage sets none; a reply cut there (finish_reason
-    # length) is asked again once with length_growth x the room, then is an error row
-    max_tokens: int = Field(1024, ge=1)
+    # output room of every request of the stage; None: each prompt's own (its template's
+    # max_tokens, sized to its schema), else DEFAULT_MAX_TOKENS. A reply cut there
+    # (finish_reason length) is asked again once, told to be brief and given length_growth x
+    # the room, then is an error row
+    max_tokens: int | None = Field(None, ge=1)
     length_growth: float = operational(2.0, ge=1)
     # same-model re-asks (new seed) after a refusal or a cut reply, before the pool fallback
     regenerations: int = operational(2, ge=0)
@@ -237,3 +256,9 @@ class ErrorRateExceeded(StageAborted):
 class SameFailure(StageAborted, ModelServiceError):
     """Every call of a stage failed the same way at the server (it rejects the requests or
     is down): the build stops with this one sentence (a ConfigurationError: non-zero exit)."""
+
+
+class VisionUnsupported(SameFailure):
+    """A stage sends images to a model that cannot take them (its server says so, or answers
+    image parts with an error only a text-only model gives): the build stops at once with one
+    sentence naming the model and the stage."""
