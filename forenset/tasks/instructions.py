@@ -23,8 +23,10 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, model_validator
 
+from forenset.backends.edit_strength import can_show, change_of
 from forenset.backends.image.generator import GeneratorConfig
 from forenset.backends.llm.types import ChatRequest
+from forenset.images import decode_rgb
 from forenset.schemas.instructions import SCHEMA
 from forenset.seeds import rng_for
 from forenset.tasks.base import ShardSpec, dumps
@@ -240,6 +242,23 @@ class InstructionsOffline(OfflineStrategy["Instructions", InstructionsConfig]):
             out.extend(self.isolated(row, partial(self.instructions, row, rows, i)))
         return out
 
+    def showable(self, row: dict[str, Any], it: dict[str, Any]) -> list[str]:
+        """[] when the target can show the change the kind needs (Edit-Check's capability
+        measure, ``edit_strength.can_show``), else why not: a darken of a near-black target or
+        a brighten of a near-white one is not asked (the judge could only call it "no visible
+        change possible"). Only kinds whose capability depends on the pixels are checked."""
+        if change_of(it) not in ("luminance", "blur") or not row.get("blob"):
+            return []
+        key = str(row["blob"])
+        if self._pixels is None or self._pixels[0] != key:  # one photo decoded at a time
+            self._pixels = (key, decode_rgb(self.ctx.store.get_blob(key)))
+        ok, share = can_show(self._pixels[1], it)
+        if ok:
+            return []
+        return [f"only {share:.2f} of the target can show this change (too dark, light or flat)"]
+
+    _pixels: tuple[str, Any] | None = None
+
     def instructions(
         self, row: dict[str, Any], rows: list[dict[str, Any]], i: int
     ) -> list[dict[str, Any]]:
@@ -268,7 +287,7 @@ class InstructionsOffline(OfflineStrategy["Instructions", InstructionsConfig]):
                 seen = {(k["kind"], k["target"]) for k in kept} | {k["text"] for k in kept}
                 if len(kept) >= want or (it["kind"], it["target"]) in seen or it["text"] in seen:
                     continue
-                why = validate_instruction(it, caption, tcfg, names)
+                why = validate_instruction(it, caption, tcfg, names) or self.showable(row, it)
                 if why:
                     problems.extend(f"{it['kind']} on {it['target']!r}: {w}" for w in why)
                 else:
@@ -493,7 +512,9 @@ class Instructions(StrategyStage[InstructionsConfig]):
     name = "instructions"
     config_model = InstructionsConfig
     reads_config = ("generators",)  # the kinds the edit generators execute (kind_weights)
-    version = "2"
+    # 3: offline instructions skip edits whose target cannot show the change (darken a
+    # near-black target, brighten a near-white one)
+    version = "3"
     inputs = ("captions",)
     input_columns = ("image_id", "blob", "caption", "entities")
     output_schema = SCHEMA
