@@ -12,7 +12,8 @@ in bench/editors/. Its own operations, masks, photos and encoder:
 - photos: scikit-image's astronaut, coffee, immunohistochemistry, retina, hubble (random
   boxes) and procedural checker/ring renders; encoded with Pillow (JPEG/WebP).
 
-Truth: good (alpha 0.8-1 over the polygon), missing (nothing or alpha <= 0.05), partial
+Truth follows bench/editors/README.md (the same specification for every editor; brighten /
+darken blends are set from the absolute ΔL* they give, 16 for a full edit). Truth: good (alpha 0.8-1 over the polygon), missing (nothing or alpha <= 0.05), partial
 (alpha 0.15-0.4, or a polygon over 10-40 % of the box), off-target (the edit in another box),
 artefact (a good edit plus Pillow JPEG q 2-12, Gaussian luma noise, or a channel-gain cast
 outside the box). An operation that cannot visibly change the target is not asked.
@@ -277,7 +278,7 @@ def make_set(seed: int, n: int = 220, size: int = 192) -> list[Edit]:
         img, donors = pool[i], pool[:i] + pool[i + 1 :]
         op = str(rng.choice(list(KINDS)))
         box = pick_box(rng)
-        for _ in range(12):  # a target this operation can visibly change
+        for _ in range(30):  # a target this operation can visibly change
             if shows(img, op, box, donors):
                 break
             box = pick_box(rng)

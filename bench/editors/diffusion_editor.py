@@ -14,7 +14,8 @@ in bench/editors/. Its own operations, masks, photos and encoder:
 - photos: forenset's bundled sample photos with their manifest's entity boxes, and tile
   renders (Voronoi-like cells with speckle); encoded with OpenCV's WebP / JPEG.
 
-Truth as the other editors: good / missing / partial / off-target / artefact; the artefacts
+Truth follows bench/editors/README.md (the same specification for every editor; brighten /
+darken blends are set from the absolute ΔL* they give, 16 for a full edit). Truth as the other editors: good / missing / partial / off-target / artefact; the artefacts
 here are JPEG q 4-14, salt-and-pepper plus Gaussian grain, or an additive Lab a*b* cast
 outside the box. An operation that cannot visibly change the target is not asked.
 """

@@ -14,7 +14,8 @@ in bench/editors/. Its own operations, masks, photos and encoder:
 - photos: scikit-learn's china and flower, scikit-image's chelsea, rocket, motorcycle and
   tinted brick / grass / gravel textures (random boxes); encoded by OpenCV JPEG at 4:2:0.
 
-Truth: good / missing / partial / off-target / artefact; artefacts are OpenCV JPEG q 3-14,
+Truth follows bench/editors/README.md (the same specification for every editor; brighten /
+darken blends are set from the absolute ΔL* they give, 16 for a full edit). Truth: good / missing / partial / off-target / artefact; artefacts are OpenCV JPEG q 3-14,
 Poisson (shot) noise, or a per-channel offset cast outside the box.
 """
 
