@@ -276,14 +276,19 @@ def make_set(seed: int, n: int = 220, size: int = 192) -> list[Edit]:
     for row, fault in enumerate(plan):
         i = int(rng.integers(len(pool)))
         img, donors = pool[i], pool[:i] + pool[i + 1 :]
-        op = str(rng.choice(list(KINDS)))
-        box = pick_box(rng)
-        for _ in range(30):  # a target this operation can visibly change
-            if shows(img, op, box, donors):
+        first = str(rng.choice(list(KINDS)))
+        found = None
+        for op in [first] + [o for o in KINDS if o != first]:  # the drawn operation first
+            for _ in range(30 if op == first else 8):  # a target it can visibly change
+                box = pick_box(rng)
+                if shows(img, op, box, donors):
+                    found = op
+                    break
+            if found:
                 break
-            box = pick_box(rng)
-        else:
+        if found is None:
             continue
+        op = found
         band = "full" if fault == "good" else ("blatant" if rng.random() < 0.5 else "subtle")
         alpha, share, where = rng.uniform(0.8, 1.0), rng.uniform(0.85, 1.0), box
         detail: dict[str, Any] = {"image": i}
@@ -308,9 +313,11 @@ def make_set(seed: int, n: int = 220, size: int = 192) -> list[Edit]:
             # requested mean |ΔL*| over the edited area, partial <= 35 % of it, missing <= 5 %
             full = full_edit(img, op, m, donors, rng)
             got = tone_change(img, full, m)
-            if got < TONE_REQUEST:
+            if got < TONE_REQUEST and fault != "off_target":
                 continue  # this target cannot show the requested change: not asked
-            unit = TONE_REQUEST / got  # the blend that gives exactly the requested change
+            unit = TONE_REQUEST / max(
+                got, 1e-3
+            )  # the blend that gives exactly the requested change
             if fault == "good" or (fault == "off_target" and band == "blatant"):
                 alpha = max(alpha, min(1.0, unit))
             elif fault == "missing" and alpha > 0:

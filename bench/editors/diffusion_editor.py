@@ -300,9 +300,9 @@ def make_set(seed: int, n: int = 245, size: int = 192) -> list[Sample]:
             # absolute truth for tone edits (bench/editors/README.md): the blend is set from
             # the lightness change it gives, not from this editor's own full strength
             reach = lightness_shift(img, edited, m)
-            if reach < REQUESTED_DL:
+            if reach < REQUESTED_DL and fault != "off_target":
                 continue  # the target cannot show the requested change: not asked
-            one = REQUESTED_DL / reach
+            one = REQUESTED_DL / max(reach, 1e-3)
             if fault == "missing":
                 strength = 0.0 if band == "blatant" else rng.uniform(0.02, 0.05) * one
             elif info.get("partial") == "weak":

@@ -322,9 +322,9 @@ def make_set(seed: int, n: int = 230, size: int = 192) -> list[Case]:
         if op in ("brighten", "darken") and mix > 0:
             # tone truth is absolute (bench/editors/README.md): mix set by the ΔL* it yields
             top = delta_lstar(img, new, m)
-            if top < DL_ASKED:
+            if top < DL_ASKED and fault != "off_target":
                 continue  # not showable at the requested magnitude: not asked
-            k = DL_ASKED / top
+            k = DL_ASKED / max(top, 1e-3)
             if fault == "missing":
                 mix = rng.uniform(0.02, 0.05) * k
             elif note.get("partial") == "weak":
