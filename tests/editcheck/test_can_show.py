@@ -38,3 +38,23 @@ def test_can_show_agrees_with_the_judges_verifiable_floor():
             ok, share = can_show(img, ins)
             m = measure(img, img, ins)
             assert ok == m["verifiable"] and abs(share - m["capable_share"]) < 1e-3
+
+
+def test_a_recolour_to_the_colour_the_target_already_has_is_not_asked():
+    from forenset.tasks.instructions import recolour_shows
+
+    rng = np.random.default_rng(1)
+    img = np.full((96, 96, 3), 128.0)
+    img[27:69, 27:69] = (200, 30, 30)  # a red target on a grainy grey ground
+    img = np.clip(img + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
+
+    def ask(colour):
+        return {
+            "kind": "recolor",
+            "text": f"Paint the box {colour}.",
+            "change_bbox": [0.28, 0.28, 0.72, 0.72],
+            "params": {"colour": colour},
+        }
+
+    assert recolour_shows(img, ask("red")) is not None
+    assert recolour_shows(img, ask("blue")) is None
