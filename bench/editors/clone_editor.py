@@ -12,7 +12,8 @@ in bench/editors/. Its own operations, masks, photos and encoder:
 - photos: scikit-image's astronaut, coffee, immunohistochemistry, retina, hubble (random
   boxes) and procedural checker/ring renders; encoded with Pillow (JPEG/WebP).
 
-Truth: good (alpha 0.8-1 over the polygon), missing (nothing or alpha <= 0.05), partial
+Truth follows bench/editors/README.md (the same specification for every editor; brighten /
+darken blends are set from the absolute ΔL* they give, 16 for a full edit). Truth: good (alpha 0.8-1 over the polygon), missing (nothing or alpha <= 0.05), partial
 (alpha 0.15-0.4, or a polygon over 10-40 % of the box), off-target (the edit in another box),
 artefact (a good edit plus Pillow JPEG q 2-12, Gaussian luma noise, or a channel-gain cast
 outside the box). An operation that cannot visibly change the target is not asked.
@@ -187,6 +188,21 @@ def full_edit(
     raise ValueError(op)
 
 
+TONE = ("brighten", "darken")
+TONE_REQUEST = 16.0  # the requested mean |ΔL*| of a brighten / darken (README.md)
+
+
+def tone_change(img: np.ndarray, edited: np.ndarray, m: np.ndarray) -> float:
+    """Mean |ΔL*| (OpenCV 8-bit Lab, L scaled back to 0-100) over the mask's core."""
+    sel = m > 0.5
+    if not sel.any():
+        return 0.0
+    la = cv2.cvtColor(img, cv2.COLOR_RGB2LAB)[..., 0].astype(np.float32)
+    e8 = np.clip(edited, 0, 255).round().astype(np.uint8)
+    lb = cv2.cvtColor(e8, cv2.COLOR_RGB2LAB)[..., 0].astype(np.float32)
+    return float(np.abs(lb - la)[sel].mean() * 100 / 255)
+
+
 def encode(img: np.ndarray, fmt: str, quality: int) -> np.ndarray:
     buf = io.BytesIO()
     Image.fromarray(img).save(buf, format=fmt, quality=quality)
@@ -231,6 +247,8 @@ def shows(img: np.ndarray, op: str, box: list[float], donors: list[np.ndarray]) 
     m = polygon_mask(img.shape, box, 1.0, rng)
     full = full_edit(img, op, m, donors, rng)
     d = np.abs(full - img.astype(np.float32)).mean(2)
+    if op in TONE and tone_change(img, full, m) < TONE_REQUEST * 1.1:
+        return False  # cannot reach the requested lightness change
     return bool((m > 0.5).any()) and float(d[m > 0.5].mean()) > 12
 
 
@@ -258,14 +276,19 @@ def make_set(seed: int, n: int = 220, size: int = 192) -> list[Edit]:
     for row, fault in enumerate(plan):
         i = int(rng.integers(len(pool)))
         img, donors = pool[i], pool[:i] + pool[i + 1 :]
-        op = str(rng.choice(list(KINDS)))
-        box = pick_box(rng)
-        for _ in range(12):  # a target this operation can visibly change
-            if shows(img, op, box, donors):
+        first = str(rng.choice(list(KINDS)))
+        found = None
+        for op in [first] + [o for o in KINDS if o != first]:  # the drawn operation first
+            for _ in range(30 if op == first else 8):  # a target it can visibly change
+                box = pick_box(rng)
+                if shows(img, op, box, donors):
+                    found = op
+                    break
+            if found:
                 break
-            box = pick_box(rng)
-        else:
+        if found is None:
             continue
+        op = found
         band = "full" if fault == "good" else ("blatant" if rng.random() < 0.5 else "subtle")
         alpha, share, where = rng.uniform(0.8, 1.0), rng.uniform(0.85, 1.0), box
         detail: dict[str, Any] = {"image": i}
@@ -285,8 +308,30 @@ def make_set(seed: int, n: int = 220, size: int = 192) -> list[Edit]:
             if band == "subtle":
                 alpha = rng.uniform(0.55, 0.8)
         m = polygon_mask(img.shape, where, share, rng)
-        if alpha > 0:
+        if op in TONE:
+            # the truth is absolute for tone edits (bench/editors/README.md): good reaches the
+            # requested mean |ΔL*| over the edited area, partial <= 35 % of it, missing <= 5 %
             full = full_edit(img, op, m, donors, rng)
+            got = tone_change(img, full, m)
+            if got < TONE_REQUEST and fault != "off_target":
+                continue  # this target cannot show the requested change: not asked
+            unit = TONE_REQUEST / max(
+                got, 1e-3
+            )  # the blend that gives exactly the requested change
+            if fault == "good" or (fault == "off_target" and band == "blatant"):
+                alpha = max(alpha, min(1.0, unit))
+            elif fault == "missing" and alpha > 0:
+                alpha = rng.uniform(0.02, 0.05) * unit
+            elif detail.get("partial") == "weak":
+                alpha = (
+                    rng.uniform(0.15, 0.25) if band == "blatant" else rng.uniform(0.25, 0.35)
+                ) * unit
+            elif fault == "partial" or fault == "artefact":
+                alpha = max(alpha, min(1.0, unit))
+            elif fault == "off_target":
+                alpha = min(1.0, alpha * max(1.0, unit))
+        if alpha > 0:
+            full = full_edit(img, op, m, donors, rng) if op not in TONE else full
             a = (m * alpha)[..., None]
             fake = np.clip(img * (1 - a) + full * a, 0, 255).round().astype(np.uint8)
         else:

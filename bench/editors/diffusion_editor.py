@@ -14,7 +14,8 @@ in bench/editors/. Its own operations, masks, photos and encoder:
 - photos: forenset's bundled sample photos with their manifest's entity boxes, and tile
   renders (Voronoi-like cells with speckle); encoded with OpenCV's WebP / JPEG.
 
-Truth as the other editors: good / missing / partial / off-target / artefact; the artefacts
+Truth follows bench/editors/README.md (the same specification for every editor; brighten /
+darken blends are set from the absolute ΔL* they give, 16 for a full edit). Truth as the other editors: good / missing / partial / off-target / artefact; the artefacts
 here are JPEG q 4-14, salt-and-pepper plus Gaussian grain, or an additive Lab a*b* cast
 outside the box. An operation that cannot visibly change the target is not asked.
 """
@@ -190,6 +191,19 @@ def operate(
     return np.clip(cv2.cvtColor(lab, cv2.COLOR_Lab2RGB) * 255, 0, 255)
 
 
+REQUESTED_DL = 16.0  # a brighten / darken asks for this mean |ΔL*| (README.md)
+
+
+def lightness_shift(img: np.ndarray, edited: np.ndarray, m: np.ndarray) -> float:
+    """Mean |ΔL*| (float Lab) where the superellipse is at least half on."""
+    core = m > 0.5
+    if not core.any():
+        return 0.0
+    la = cv2.cvtColor(img.astype(np.float32) / 255, cv2.COLOR_RGB2Lab)[..., 0]
+    lb = cv2.cvtColor(np.clip(edited, 0, 255).astype(np.float32) / 255, cv2.COLOR_RGB2Lab)[..., 0]
+    return float(np.abs(lb - la)[core].mean())
+
+
 def reencode(img: np.ndarray, ext: str, q: int) -> np.ndarray:
     flag = cv2.IMWRITE_WEBP_QUALITY if ext == ".webp" else cv2.IMWRITE_JPEG_QUALITY
     ok, buf = cv2.imencode(ext, cv2.cvtColor(img, cv2.COLOR_RGB2BGR), [flag, q])
@@ -227,7 +241,10 @@ def spoil(
 def can_change(img: np.ndarray, op: str, box: list[float]) -> bool:
     rng = np.random.default_rng(2)
     m = superellipse(img.shape, box, 1.0, rng)
-    d = np.abs(operate(img, op, box, m, rng) - img.astype(np.float32)).mean(2)
+    edited = operate(img, op, box, m, rng)
+    if op in ("brighten", "darken") and lightness_shift(img, edited, m) < REQUESTED_DL * 1.1:
+        return False
+    d = np.abs(edited - img.astype(np.float32)).mean(2)
     sel = m > 0.5
     return bool(sel.any()) and float(d[sel].mean()) > 12
 
@@ -279,6 +296,22 @@ def make_set(seed: int, n: int = 245, size: int = 192) -> list[Sample]:
                 strength = rng.uniform(0.55, 0.8)
         m = superellipse(img.shape, where, frac, rng)
         edited = operate(img, op, where, m, rng)
+        if op in ("brighten", "darken"):
+            # absolute truth for tone edits (bench/editors/README.md): the blend is set from
+            # the lightness change it gives, not from this editor's own full strength
+            reach = lightness_shift(img, edited, m)
+            if reach < REQUESTED_DL and fault != "off_target":
+                continue  # the target cannot show the requested change: not asked
+            one = REQUESTED_DL / max(reach, 1e-3)
+            if fault == "missing":
+                strength = 0.0 if band == "blatant" else rng.uniform(0.02, 0.05) * one
+            elif info.get("partial") == "weak":
+                lo, hi = (0.15, 0.25) if band == "blatant" else (0.25, 0.35)
+                strength = rng.uniform(lo, hi) * one
+            elif fault == "off_target" and band == "subtle":
+                strength = min(1.0, strength * max(1.0, one))
+            else:
+                strength = max(strength, min(1.0, one))
         a = (m * strength)[..., None]
         fake = np.clip(img * (1 - a) + edited * a, 0, 255).round().astype(np.uint8)
         if fault == "artefact":

@@ -14,7 +14,8 @@ in bench/editors/. Its own operations, masks, photos and encoder:
 - photos: scikit-learn's china and flower, scikit-image's chelsea, rocket, motorcycle and
   tinted brick / grass / gravel textures (random boxes); encoded by OpenCV JPEG at 4:2:0.
 
-Truth: good / missing / partial / off-target / artefact; artefacts are OpenCV JPEG q 3-14,
+Truth follows bench/editors/README.md (the same specification for every editor; brighten /
+darken blends are set from the absolute ΔL* they give, 16 for a full edit). Truth: good / missing / partial / off-target / artefact; artefacts are OpenCV JPEG q 3-14,
 Poisson (shot) noise, or a per-channel offset cast outside the box.
 """
 
@@ -202,6 +203,21 @@ def transform(
     raise ValueError(op)
 
 
+DL_ASKED = 16.0  # the mean |ΔL*| a brighten / darken asks for (README.md)
+
+
+def delta_lstar(img: np.ndarray, new: np.ndarray, m: np.ndarray) -> float:
+    """Mean |ΔL*| via scikit-image's CIE Lab over the blob's core (mask > 0.5)."""
+    from skimage.color import rgb2lab
+
+    core = m > 0.5
+    if not core.any():
+        return 0.0
+    la = rgb2lab(img.astype(np.float64) / 255)[..., 0]
+    lb = rgb2lab(np.clip(new, 0, 255) / 255)[..., 0]
+    return float(np.abs(lb - la)[core].mean())
+
+
 def jpeg420(img: np.ndarray, q: int) -> np.ndarray:
     ok, buf = cv2.imencode(
         ".jpg",
@@ -249,7 +265,10 @@ def random_box(rng: np.random.Generator) -> list[float]:
 def changes_visibly(img: np.ndarray, op: str, box: list[float], donors: list[np.ndarray]) -> bool:
     rng = np.random.default_rng(3)
     m = blob(img.shape, box, 1.0, rng)
-    d = np.abs(transform(img, op, box, m, donors, rng) - img.astype(np.float32)).mean(2)
+    new = transform(img, op, box, m, donors, rng)
+    if op in ("brighten", "darken") and delta_lstar(img, new, m) < DL_ASKED * 1.1:
+        return False
+    d = np.abs(new - img.astype(np.float32)).mean(2)
     return bool((m > 0.5).any()) and float(d[m > 0.5].mean()) > 12
 
 
@@ -300,6 +319,26 @@ def make_set(seed: int, n: int = 230, size: int = 192) -> list[Case]:
                 mix = rng.uniform(0.55, 0.8)
         m = blob(img.shape, where, part, rng)
         new = transform(img, op, where, m, donors, rng) if mix > 0 else img.astype(np.float32)
+        if op in ("brighten", "darken") and mix > 0:
+            # tone truth is absolute (bench/editors/README.md): mix set by the ΔL* it yields
+            top = delta_lstar(img, new, m)
+            if top < DL_ASKED and fault != "off_target":
+                continue  # not showable at the requested magnitude: not asked
+            k = DL_ASKED / max(top, 1e-3)
+            if fault == "missing":
+                mix = rng.uniform(0.02, 0.05) * k
+            elif note.get("partial") == "weak":
+                mix = (
+                    rng.uniform(0.15, 0.25) if band == "blatant" else rng.uniform(0.25, 0.35)
+                ) * k
+            elif fault == "off_target" and band == "subtle":
+                mix = min(1.0, mix * max(1.0, k))
+            else:
+                mix = max(mix, min(1.0, k))
+        elif op in ("brighten", "darken"):
+            top = delta_lstar(img, transform(img, op, where, m, donors, rng), m)
+            if top < DL_ASKED:
+                continue
         a = (m * mix)[..., None]
         fake = np.clip(img * (1 - a) + new * a, 0, 255).round().astype(np.uint8)
         if fault == "artefact":

@@ -172,6 +172,38 @@ def capable(change: str, r: dict[str, Any], lightness: np.ndarray, sign: int) ->
     return np.ones(lightness.shape, bool)
 
 
+# the share of the target's pixels that must be able to show the kind's change for the edit to
+# be verifiable (fewer: "no visible change possible")
+VERIFIABLE_SHARE = 0.15
+
+
+def textured_of(lightness: np.ndarray) -> np.ndarray:
+    """Where a blur can show: local fine-structure energy of L* above 2 (L* units²)."""
+    fine = cv2.GaussianBlur(
+        (lightness - cv2.GaussianBlur(lightness, (0, 0), 1.0)) ** 2, (0, 0), 2.0
+    )
+    return np.asarray(fine > 2.0)
+
+
+def can_show(
+    real: np.ndarray, instruction: dict[str, Any], strength: StrengthRules | None = None
+) -> tuple[bool, float]:
+    """Whether the target of ``instruction`` in ``real`` can show the change its kind needs
+    (as ``measure`` decides ``verifiable``, from the source alone), and the capable share of
+    the target box: an instruction to darken a near-black target or brighten a near-white one
+    cannot show, whatever the editor does."""
+    sr = strength or StrengthRules()
+    change = change_of(instruction, sr.kinds)
+    h, w = real.shape[:2]
+    inside = _box_mask(list(instruction.get("change_bbox") or [0.0, 0.0, 1.0, 1.0]), h, w)
+    lightness = cv2.cvtColor(real.astype(np.float32) / 255, cv2.COLOR_RGB2Lab)[..., 0]
+    sign = direction(instruction) if change == "luminance" else 0
+    r = {"textured": textured_of(lightness)} if change == "blur" else {}
+    n_in = int((inside & capable(change, r, lightness, sign)).sum())
+    ok = n_in >= max(16, VERIFIABLE_SHARE * inside.sum())
+    return bool(ok), n_in / max(1, int(inside.sum()))
+
+
 def kind_change(change: str, r: dict[str, Any], sel: np.ndarray) -> float:
     """The kind's aggregate change over ``sel`` (the box's capable pixels): blur: the share of
     the high-frequency energy removed; texture: 1 - correlation of the fine structure (or mean
@@ -296,7 +328,7 @@ def measure(
     region = inside & capable(change, r, r["gray"][0], sign)
     n_in = int(region.sum())
     # too few pixels of the target can show the kind's change: no visible change possible
-    verifiable = n_in >= max(16, 0.15 * inside.sum())
+    verifiable = n_in >= max(16, VERIFIABLE_SHARE * inside.sum())
     kc = kind_change(change, r, region)
     cov = float((resp[region] >= 1).mean()) if n_in else 0.0
     touch = r["touched"][change]

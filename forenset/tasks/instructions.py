@@ -19,12 +19,17 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
+import cv2
 import numpy as np
 import pyarrow as pa
 from pydantic import Field, model_validator
 
+from forenset.backends.edit_strength import StrengthRules, can_show, change_of, measure
 from forenset.backends.image.generator import GeneratorConfig
+from forenset.backends.image.offline import HUES
 from forenset.backends.llm.types import ChatRequest
+from forenset.backends.rule_judge import judge_measured
+from forenset.images import decode_rgb
 from forenset.schemas.instructions import SCHEMA
 from forenset.seeds import rng_for
 from forenset.tasks.base import ShardSpec, dumps
@@ -190,6 +195,41 @@ def donor_params(donor: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def ideal_recolour(img: np.ndarray, box: Sequence[float], colour: str) -> np.ndarray:
+    """``img`` with the box given the colour's a*b* (HSV hue of the offline editor's palette at
+    saturation and value 200) at each pixel's own lightness: a complete recolour."""
+    h, w = img.shape[:2]
+    x0, y0 = int(box[0] * w), int(box[1] * h)
+    x1, y1 = max(x0 + 1, int(np.ceil(box[2] * w))), max(y0 + 1, int(np.ceil(box[3] * h)))
+    ref = np.array([[[HUES[colour], 200, 200]]], dtype=np.uint8)
+    ref_lab = cv2.cvtColor(
+        cv2.cvtColor(ref, cv2.COLOR_HSV2RGB).astype(np.float32) / 255, cv2.COLOR_RGB2Lab
+    )
+    lab = cv2.cvtColor(img[y0:y1, x0:x1].astype(np.float32) / 255, cv2.COLOR_RGB2Lab)
+    lab[..., 1], lab[..., 2] = ref_lab[0, 0, 1], ref_lab[0, 0, 2]
+    lab[..., 0] = np.clip(lab[..., 0], 35, 85)
+    out = img.copy()
+    out[y0:y1, x0:x1] = (
+        np.clip(cv2.cvtColor(lab, cv2.COLOR_Lab2RGB) * 255, 0, 255).round().astype(np.uint8)
+    )
+    return out
+
+
+def recolour_shows(img: np.ndarray, it: dict[str, Any]) -> str | None:
+    """None when a complete recolour of the target to the asked colour (``ideal_recolour``)
+    passes the rule judge (KEEP), else why not: a colour the target nearly has already
+    (red -> orange) turns its hue too little to show as a recolour."""
+    colour = str((it.get("params") or {}).get("colour"))
+    rules = StrengthRules()
+    ideal = ideal_recolour(img, it["change_bbox"], colour)
+    v = judge_measured(it, measure(img, ideal, it, rules), rules, offtarget_dominance=1.0)
+    # only the change's own shortfall counts (the ideal's hard box edge is no artefact of
+    # the edit the generator will make)
+    if v["verdict"] == "KEEP" or v["failure_category"] not in ("edit_partial", "edit_missing"):
+        return None
+    return f"the target is already close to {colour}: {v['rationale']}"
+
+
 def executable(
     item: dict[str, Any], rng: np.random.Generator, donors: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -240,6 +280,29 @@ class InstructionsOffline(OfflineStrategy["Instructions", InstructionsConfig]):
             out.extend(self.isolated(row, partial(self.instructions, row, rows, i)))
         return out
 
+    def showable(self, row: dict[str, Any], it: dict[str, Any]) -> list[str]:
+        """[] when the target can show the change the kind needs (Edit-Check's capability
+        measure, ``edit_strength.can_show``), else why not: a darken of a near-black target or
+        a brighten of a near-white one is not asked (the judge could only call it "no visible
+        change possible"), nor a recolour to a colour the target nearly has (``recolour_shows``).
+        Only kinds whose capability depends on the pixels are checked."""
+        recolour = it["kind"] == "recolor" and (it.get("params") or {}).get("colour") in HUES
+        if not (recolour or change_of(it) in ("luminance", "blur")) or not row.get("blob"):
+            return []
+        key = str(row["blob"])
+        if self._pixels is None or self._pixels[0] != key:  # one photo decoded at a time
+            self._pixels = (key, decode_rgb(self.ctx.store.get_blob(key)))
+        img = self._pixels[1]
+        if recolour:
+            why = recolour_shows(img, it)
+            return [why] if why else []
+        ok, share = can_show(img, it)
+        if ok:
+            return []
+        return [f"only {share:.2f} of the target can show this change (too dark, light or flat)"]
+
+    _pixels: tuple[str, Any] | None = None
+
     def instructions(
         self, row: dict[str, Any], rows: list[dict[str, Any]], i: int
     ) -> list[dict[str, Any]]:
@@ -268,7 +331,7 @@ class InstructionsOffline(OfflineStrategy["Instructions", InstructionsConfig]):
                 seen = {(k["kind"], k["target"]) for k in kept} | {k["text"] for k in kept}
                 if len(kept) >= want or (it["kind"], it["target"]) in seen or it["text"] in seen:
                     continue
-                why = validate_instruction(it, caption, tcfg, names)
+                why = validate_instruction(it, caption, tcfg, names) or self.showable(row, it)
                 if why:
                     problems.extend(f"{it['kind']} on {it['target']!r}: {w}" for w in why)
                 else:
@@ -493,7 +556,9 @@ class Instructions(StrategyStage[InstructionsConfig]):
     name = "instructions"
     config_model = InstructionsConfig
     reads_config = ("generators",)  # the kinds the edit generators execute (kind_weights)
-    version = "2"
+    # 3: offline instructions skip edits whose target cannot show the change (darken a
+    # near-black target, brighten a near-white one)
+    version = "3"
     inputs = ("captions",)
     input_columns = ("image_id", "blob", "caption", "entities")
     output_schema = SCHEMA
