@@ -17,6 +17,18 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ["FORENSET_STRICT_ROWS"] = "1"  # to_table refuses ok rows missing a column
 
 
+def pytest_collection_modifyitems(config, items):
+    """Soak runs (marker ``soak``) only when ``-m`` names them: ``pytest -m "not slow"`` (the
+    inner loop) and plain ``pytest`` leave them out alike. An addopts ``-m 'not soak'`` would be
+    replaced by any ``-m`` given on the command line."""
+    if "soak" in (config.getoption("markexpr") or ""):
+        return
+    soak = [it for it in items if it.get_closest_marker("soak")]
+    if soak:
+        config.hook.pytest_deselected(items=soak)
+        items[:] = [it for it in items if not it.get_closest_marker("soak")]
+
+
 def small_config_dict(run_dir: Path | str, **over) -> dict:
     cfg = {
         "seed": 3,

@@ -190,7 +190,7 @@ def test_the_docs_hold_commands_to_check():
     """The extraction itself works: the commands a user meets first are among those checked."""
     found = {" ".join(c.argv) for c in COMMANDS}
     assert "forenset build" in found
-    assert "pytest -q" in found
+    assert "pytest -q -n auto" in found  # README's test command
     assert "forenset build examples/eval.yaml" in found  # an example's header
     assert any(c.argv[:2] == ("prefect", "work-pool") for c in COMMANDS)
     assert len(COMMANDS) > 60
@@ -480,3 +480,12 @@ def test_the_checks_catch_what_a_user_would_hit():
         check_pip(["forenset[s4]"])
     with pytest.raises(AssertionError, match="unrecognized arguments"):
         check_python(Cmd("x", BAD_SCRIPT_ARGS, False))
+
+
+def test_ci_runs_readme_test_command():
+    """.ci/run ends with README's test command, word for word, so the times README states are
+    the times CI takes."""
+    readme = (ROOT / "README.md").read_text().split("# 2. run the tests\n", 1)[1].splitlines()[0]
+    assert "pytest" in readme
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == readme
