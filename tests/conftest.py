@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -62,6 +63,30 @@ def small_cfg(tmp_path):
     from forenset.config import validate_config
 
     return validate_config(small_config_dict(tmp_path / "run"))
+
+
+@pytest.fixture(scope="session")
+def small_build_master(tmp_path_factory) -> Path:
+    """One bare-loop build of ``small_config_dict`` per test session (per xdist worker). Tests
+    never touch it: they take a copy (``small_built``)."""
+    from forenset.config import validate_config
+    from tests.helpers import run_local
+
+    run = tmp_path_factory.mktemp("small-build") / "run"
+    _, stats, _ = run_local(validate_config(small_config_dict(run)))
+    assert not any(s.failed for s in stats.values()), stats
+    return run
+
+
+@pytest.fixture
+def small_built(small_build_master, tmp_path) -> Path:
+    """``tmp_path / "run"`` (the run directory ``small_cfg`` names) holding a copy of the
+    session's small build: a build of ``small_config_dict`` there finds every shard done, so a
+    test that reads or extends that build pays a copy (~0.1 s), not a build (~7 s of CPU). A
+    copied run resumes as the original would (test_dag.py checks rows and zero work)."""
+    run = tmp_path / "run"
+    shutil.copytree(small_build_master, run)
+    return run
 
 
 @pytest.fixture(params=["aiohttp-installed", "httpx-only"])
