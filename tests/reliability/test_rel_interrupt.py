@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+import pytest
 import yaml
 
 from forenset.store.run_store import RunStore
