@@ -84,7 +84,8 @@ def _strip_prefix(argv: list[str]) -> list[str]:
 
 
 def _synopsis_line(line: str) -> bool:
-    return bool(re.search(r"\[|\]|\S\|\S| \| | / ", line))
+    """``[--out PATH]`` or ``a|b`` or ``a | b``: a usage line (``.[dev]``, an extra, is not)."""
+    return bool(re.search(r"(^|\s)\[|\S\|\S| \| | / ", line))
 
 
 def _from_line(where: str, line: str) -> list[Cmd]:
@@ -191,6 +192,7 @@ def test_the_docs_hold_commands_to_check():
     found = {" ".join(c.argv) for c in COMMANDS}
     assert "forenset build" in found
     assert "pytest -q -n auto" in found  # README's test command
+    assert "pip install torch==2.13.0 -e .[dev]" in found  # an extra, not a synopsis
     assert "forenset build examples/eval.yaml" in found  # an example's header
     assert any(c.argv[:2] == ("prefect", "work-pool") for c in COMMANDS)
     assert len(COMMANDS) > 60
