@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,18 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ["FORENSET_STRICT_ROWS"] = "1"  # to_table refuses ok rows missing a column
+
+
+def pytest_collection_modifyitems(config, items):
+    """Soak runs (marker ``soak``) only when ``-m`` names them: ``pytest -m "not slow"`` (the
+    inner loop) and plain ``pytest`` leave them out alike. An addopts ``-m 'not soak'`` would be
+    replaced by any ``-m`` given on the command line."""
+    if "soak" in (config.getoption("markexpr") or ""):
+        return
+    soak = [it for it in items if it.get_closest_marker("soak")]
+    if soak:
+        config.hook.pytest_deselected(items=soak)
+        items[:] = [it for it in items if not it.get_closest_marker("soak")]
 
 
 def small_config_dict(run_dir: Path | str, **over) -> dict:
@@ -50,6 +63,30 @@ def small_cfg(tmp_path):
     from forenset.config import validate_config
 
     return validate_config(small_config_dict(tmp_path / "run"))
+
+
+@pytest.fixture(scope="session")
+def small_build_master(tmp_path_factory) -> Path:
+    """One bare-loop build of ``small_config_dict`` per test session (per xdist worker). Tests
+    never touch it: they take a copy (``small_built``)."""
+    from forenset.config import validate_config
+    from tests.helpers import run_local
+
+    run = tmp_path_factory.mktemp("small-build") / "run"
+    _, stats, _ = run_local(validate_config(small_config_dict(run)))
+    assert not any(s.failed for s in stats.values()), stats
+    return run
+
+
+@pytest.fixture
+def small_built(small_build_master, tmp_path) -> Path:
+    """``tmp_path / "run"`` (the run directory ``small_cfg`` names) holding a copy of the
+    session's small build: a build of ``small_config_dict`` there finds every shard done, so a
+    test that reads or extends that build pays a copy (~0.1 s), not a build (~7 s of CPU). A
+    copied run resumes as the original would (test_dag.py checks rows and zero work)."""
+    run = tmp_path / "run"
+    shutil.copytree(small_build_master, run)
+    return run
 
 
 @pytest.fixture(params=["aiohttp-installed", "httpx-only"])

@@ -6,8 +6,8 @@ from tests.conftest import small_config_dict
 from tests.helpers import all_rows, rows, run_local
 
 
-def test_every_stage_has_rows_and_offline_provenance(small_cfg):
-    store, stats, executed = run_local(small_cfg)
+def test_every_stage_has_rows_and_offline_provenance(small_cfg, small_built):
+    store, stats, executed = run_local(small_cfg)  # the shared build, copied: no work, same rows
     for s in stage_classes():
         if s.name.startswith("reward_"):  # opt-in family, off here; built in tests/reward
             assert stats[s.name].planned == 0, s.name
@@ -32,11 +32,13 @@ def test_every_stage_has_rows_and_offline_provenance(small_cfg):
     assert all(len(v) == 1 for v in by_img.values())
 
 
-def test_build_is_deterministic_across_run_dirs(tmp_path):
-    a = validate_config(small_config_dict(tmp_path / "a"))
+def test_build_is_deterministic_across_run_dirs(tmp_path, small_built):
+    a = validate_config(small_config_dict(small_built))  # built in another run dir, copied
     b = validate_config(small_config_dict(tmp_path / "b"))
-    sa, _, _ = run_local(a)
-    sb, _, _ = run_local(b)
+    sa, _, done = run_local(a)
+    assert sum(done.values()) == 0  # only read
+    sb, _, ran = run_local(b)
+    assert sum(ran.values()) > 0  # built here, from nothing
     assert all_rows(sa) == all_rows(sb)
 
 
@@ -45,6 +47,16 @@ def test_rerun_does_no_work(small_cfg):
     _, stats, executed = run_local(small_cfg)
     assert sum(executed.values()) == 0
     assert all(s.skipped == s.planned for s in stats.values())
+
+
+def test_a_copied_run_resumes_with_no_work_and_the_same_rows(small_build_master, small_built):
+    """What ``small_built`` rests on: a run directory copied elsewhere is complete there."""
+    from forenset.store.run_store import RunStore
+
+    store, stats, executed = run_local(validate_config(small_config_dict(small_built)))
+    assert sum(executed.values()) == 0
+    assert all(s.skipped == s.planned for s in stats.values())
+    assert all_rows(store) == all_rows(RunStore(str(small_build_master)))
 
 
 def test_changing_one_stage_recomputes_it_and_downstream_only(tmp_path):
@@ -64,9 +76,8 @@ def test_changing_one_stage_recomputes_it_and_downstream_only(tmp_path):
     assert executed["judgments"] == first["judgments"]
 
 
-def test_adding_a_generator_runs_only_its_partitions(tmp_path):
-    d = small_config_dict(tmp_path / "r")
-    run_local(validate_config(d))
+def test_adding_a_generator_runs_only_its_partitions(small_built):
+    d = small_config_dict(small_built)  # built (a copy of the session's build)
     gens = d["generators"] + [{"name": "cv-new", "family": "classical", "inpaint": "ns"}]
     store, _, executed = run_local(validate_config(dict(d, generators=gens)))
     n_instr_shards = len(store.manifest("instructions"))
@@ -80,7 +91,7 @@ def test_adding_a_generator_runs_only_its_partitions(tmp_path):
     assert {r["generator"] for r in rows(store2, "candidates")} == {"cv-a", "cv-faulty"}
 
 
-def test_faulty_generator_truth_is_recorded(small_cfg):
+def test_faulty_generator_truth_is_recorded(small_cfg, small_built):
     import json
 
     store, _, _ = run_local(small_cfg)
@@ -92,17 +103,17 @@ def test_faulty_generator_truth_is_recorded(small_cfg):
     assert faults - {"none"}
 
 
-def test_barrier_mode_gives_the_same_rows(tmp_path):
-    a = validate_config(small_config_dict(tmp_path / "a"))
+def test_barrier_mode_gives_the_same_rows(tmp_path, small_built):
+    a = validate_config(small_config_dict(small_built))  # the pipelined build, copied
     b = validate_config(small_config_dict(tmp_path / "b"))
     sa, _, _ = run_local(a)
-    sb, _, _ = run_local(b, barrier=True)
+    sb, _, ran = run_local(b, barrier=True)
+    assert sum(ran.values()) > 0
     assert all_rows(sa) == all_rows(sb)
 
 
-def test_regenerating_splits_recomputes_only_splits_and_later(tmp_path):
-    d = small_config_dict(tmp_path / "r")
-    run_local(validate_config(d))
+def test_regenerating_splits_recomputes_only_splits_and_later(small_built):
+    d = small_config_dict(small_built)  # built (a copy of the session's build)
     d2 = dict(
         d,
         splits={

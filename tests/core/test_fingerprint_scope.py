@@ -110,6 +110,7 @@ def set_path(d: Any, path: tuple, value: Any) -> None:
     d[path[-1]] = value
 
 
+@pytest.mark.slow  # several builds
 def test_operational_fields_recompute_nothing_and_the_rest_recompute(tmp_path):
     base_dict = full_config(tmp_path / "r")
     base = validate_config(base_dict)

@@ -76,6 +76,7 @@ def test_a_task_lost_every_time_fails_its_shards_with_the_reason_in_bounded_time
     assert state["status"] == "failed" and "TaskLost" in state["message"]
 
 
+@pytest.mark.slow  # waits out a missed heartbeat
 def test_watch_flow_run_crashes_a_run_without_heartbeats_and_spares_a_beating_one(tmp_path):
     """A real flow run on Prefect's API: RUNNING with no heartbeat -> forced Crashed and
     TaskLost after lost_after_s; RUNNING with a live heartbeat past lost_after_s -> waited for

@@ -143,13 +143,13 @@ def test_verdict_is_the_judges_own_unless_score_is_asked():
     assert aggregate([off], **rule)["verdict"] == "DISCARD"
 
 
-def test_statistics_queries_run_on_a_build(small_cfg):
+def test_statistics_queries_run_on_a_build(small_cfg, small_built):
     from forenset import stats
     from forenset.flows.local import run_local
     from forenset.stages import table_names
     from forenset.store.views import connect
 
-    store, _, _ = run_local(small_cfg)
+    store, _, _ = run_local(small_cfg)  # the session's small build, copied: nothing to run
     con = connect(store, table_names())
     out = {name: stats.run(con, name) for name in stats.QUERIES}
     gens = {r[0] for r in out["discard_by_generator"][1]}

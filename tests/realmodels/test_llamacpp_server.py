@@ -14,7 +14,7 @@ from tests.helpers import rows
 from tests.stages.scripted import MODEL_STAGES
 from tests.stages.test_model_stages import tiny_build
 
-pytestmark = pytest.mark.realmodel
+pytestmark = [pytest.mark.realmodel, pytest.mark.slow]  # a real server generating on 2 cores
 
 IMAGE_STAGES = {"captions", "diffs", "explanations"}  # send images: a text model rejects them
 PRECISE = ("reply", "cut at max_tokens", "rejected", "refused", "validation", "mentions",

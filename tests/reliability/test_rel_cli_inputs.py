@@ -111,6 +111,7 @@ def test_query_csv_escapes_formula_cells(tmp_path):
     assert rows[1] == ['\'=HYPERLINK("http://x","y")', "'+1+2", "'@SUM(A1)", "-3", "-4", "plain"]
 
 
+@pytest.mark.slow  # a CLI build with its own Prefect server
 @pytest.mark.timeout(300)
 def test_split_during_a_build_is_one_sentence(tmp_path):
     """Through a real ``forenset`` process: ``split`` runs the build through Prefect, whose

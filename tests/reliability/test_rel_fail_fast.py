@@ -45,6 +45,7 @@ def test_missing_model_path_stops_the_scheduler(tmp_path):
     assert not (tmp_path / "run" / "stages" / "diffs").exists()
 
 
+@pytest.mark.slow  # a CLI build with its own Prefect server
 def test_cli_says_one_sentence_and_exits_non_zero(tmp_path):
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(yaml.safe_dump(broken_config(tmp_path)))

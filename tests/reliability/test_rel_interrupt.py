@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+import pytest
 import yaml
 
 from forenset.store.run_store import RunStore
@@ -30,6 +31,7 @@ def _wait_for(cond, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow  # CLI builds, each with its own Prefect server
 def test_second_ctrl_c_quits_at_once_and_resume_completes(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_OPENAI_KEY", "sk-test-openai")
     from forenset.testing import fake_openai

@@ -20,7 +20,11 @@ from tests.reliability.clikit import committed, kill_group, reference, start_bui
 
 
 @pytest.mark.parametrize(
-    "kills", [pytest.param(2, id="2-kills"), pytest.param(6, id="6-kills", marks=pytest.mark.soak)]
+    "kills",
+    [
+        pytest.param(2, id="2-kills", marks=pytest.mark.slow),
+        pytest.param(6, id="6-kills", marks=pytest.mark.soak),
+    ],
 )
 def test_sigkill_group_at_random_points_then_resume(tmp_path, kills):
     ref, total = reference()

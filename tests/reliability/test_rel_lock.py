@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from forenset.store.run_store import RunStore
 from tests.helpers import all_rows
 from tests.reliability.clikit import reference, start_build, write_config
 
 
+@pytest.mark.slow  # two CLI builds, each with its own Prefect server
 def test_two_concurrent_builds_one_runs(tmp_path):
     ref, _ = reference()
     cfg = write_config(tmp_path)

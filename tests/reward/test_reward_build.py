@@ -7,6 +7,7 @@ import json
 from collections import Counter
 
 import datasets
+import pytest
 from typer.testing import CliRunner
 
 from forenset.benchmarks.reward.scorers.metrics import acc2, acc4, flip
@@ -15,6 +16,8 @@ from forenset.config import validate_config
 from forenset.images import decode_rgb
 from tests.helpers import rows, run_local
 from tests.reward.build import offline_build, reward_config, store
+
+pytestmark = pytest.mark.slow  # the reward example built end to end (tiny diffusers renders)
 
 STAGES = ("reward_images", "reward_responses", "reward_triplets", "reward_judgments",
           "reward_labels", "reward_scores")  # fmt: skip
