@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from forenset.errors import ForensetError
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 TRUE = {"true", "yes", "1", "on"}
 FALSE = {"false", "no", "0", "off", ""}
@@ -114,7 +116,7 @@ YAML_MAX_NODES = 2_000_000
 YAML_MAX_DEPTH = 100
 
 
-class YAMLTooLarge(yaml.YAMLError):
+class YAMLTooLarge(ForensetError, yaml.YAMLError):
     """A YAML document that expands beyond the node or depth bound (one sentence)."""
 
 

@@ -283,6 +283,8 @@ def open_fs(uri: str, storage: StorageConfig | None = None) -> tuple[Any, str]:
         if "protocol" in str(e).lower():
             raise StorageError(f"Run directory {uri}: {e}.") from None
         raise
-    if proto in _NO_DIRCACHE:
-        return fs, root
+    from fsspec.implementations.local import LocalFileSystem
+
+    if proto in _NO_DIRCACHE or isinstance(fs, LocalFileSystem):  # POSIX (NFS, a subclass): no
+        return fs, root  # endpoint to lose, and the store must still see a local filesystem
     return _Guarded(fs, uri, storage), root
