@@ -20,9 +20,14 @@ edits discarded, faults kept, wrong categories), and the figures are reported on
 in turn: per held-out editor and per edit kind, good edits falsely discarded, DISCARD
 precision / recall (BORDERLINE kept), category accuracy, with n. Then the shipped defaults
 (chosen with ``--mode tune`` on bench/independent_edits.py sets 1, 3, 4, 5 and these editors'
-seed-1 sets) on each editor's set of seed ``--seed`` + 1, which no choice has seen.
+seed-1 sets) on each editor's pooled sets but seed 1, which no choice has seen.
 
     python bench/editcheck_accuracy.py --mode leave-one-editor-out [--seed 1] [--size 192]
+        [--min-per-kind 40] [--max-sets 8] [--quick]
+
+Each editor's sets of seeds ``--seed``, ``--seed`` + 1, ... are pooled until every edit kind
+has ``--min-per-kind`` good edits (``--quick``: one set), and the per-kind false-discard rate
+is printed with its 95 % Wilson interval.
 
 ``--mode tune``: the same grid on bench/independent_edits.py's sets ``--tune-seeds`` plus
 ``--tune-editors``' sets of ``--seed``: how the shipped thresholds were chosen.
@@ -237,6 +242,15 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=192, help="independent: image long side")
     ap.add_argument("--seeds", type=int, default=4, help="faulty: pipeline builds")
     ap.add_argument("--max-side", type=int, default=256, help="faulty: photo long side")
+    ap.add_argument(
+        "--min-per-kind",
+        type=int,
+        default=40,
+        help="leave-one-editor-out: pool each editor's sets of seeds --seed, --seed + 1, ... "
+        "until every edit kind has this many good edits",
+    )
+    ap.add_argument("--max-sets", type=int, default=8, help="leave-one-editor-out: sets at most")
+    ap.add_argument("--quick", action="store_true", help="leave-one-editor-out: one set per editor")
     ap.add_argument("--rows", help="independent: write one JSON line per candidate here")
     args = ap.parse_args()
     if args.mode == "faulty":
