@@ -8,7 +8,7 @@ import itertools
 from PIL import Image
 from pydantic import BaseModel, Field
 
-from forenset.backends.llm import LLMSettings, ModelSpec
+from forenset.backends.llm import ChatRequest, LLMSettings, ModelSpec
 from forenset.testing.fake_gemini import FakeGemini
 from forenset.testing.fake_openai import FakeOpenAI
 
@@ -21,6 +21,18 @@ class Caption(BaseModel):
     caption: str
     objects: list[str] = Field(min_length=1)
     salience: int = Field(ge=1, le=5)
+
+
+def req(i: int = 0, **kw) -> ChatRequest:
+    """A caption request for item ``i`` (keywords override any field)."""
+    base = dict(
+        task="caption",
+        item_id=f"img{i}",
+        system="Describe factually.",
+        user=f"Caption image number {i} please",
+        response_model=Caption,
+    )
+    return ChatRequest(**{**base, **kw})
 
 
 def png(color=(200, 30, 30), size=(16, 16)) -> bytes:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from llm_kit import Caption, gemini_spec, openai_spec, png, settings
+from llm_kit import gemini_spec, openai_spec, png, req, settings
 
-from forenset.backends.llm import ChatRequest, limiter_stats, run_chat
+from forenset.backends.llm import limiter_stats, run_chat
 from forenset.backends.llm.types import SameFailure
 from forenset.backends.retry import error_from_status, trim_server_error
 from forenset.errors import ConfigurationError
@@ -21,17 +21,6 @@ from forenset.testing.fake_gemini import FakeGemini
 from forenset.testing.fake_openai import FakeOpenAI, Fault
 
 REAL = json.loads((Path(__file__).parent / "fixtures" / "llamacpp_replies.json").read_text())
-
-
-def req(i: int = 0, **kw) -> ChatRequest:
-    base = dict(
-        task="caption",
-        item_id=f"img{i}",
-        system="Describe factually.",
-        user=f"Caption image number {i} please",
-        response_model=Caption,
-    )
-    return ChatRequest(**{**base, **kw})
 
 
 @pytest.fixture

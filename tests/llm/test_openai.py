@@ -4,21 +4,10 @@ from __future__ import annotations
 
 import json
 
-from llm_kit import Caption, openai_spec, png, settings
+from llm_kit import Caption, openai_spec, png, req, settings
 
-from forenset.backends.llm import ChatRequest, limiter_stats, run_chat
+from forenset.backends.llm import limiter_stats, run_chat
 from forenset.testing.fake_openai import Fault, request_images
-
-
-def req(i: int = 0, **kw) -> ChatRequest:
-    base = dict(
-        task="caption",
-        item_id=f"img{i}",
-        system="Describe factually.",
-        user=f"Caption image number {i} please",
-        response_model=Caption,
-    )
-    return ChatRequest(**{**base, **kw})
 
 
 def test_structured_output_with_images(openai_server, stage):

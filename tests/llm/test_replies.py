@@ -6,24 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from llm_kit import Caption, openai_spec, settings
+from llm_kit import openai_spec, req, settings
 
 from forenset.backends.llm import ChatRequest, run_chat
 from forenset.backends.llm.types import DEFAULT_MAX_TOKENS
 from forenset.testing.fake_openai import last_user_text
 from forenset.text.models import response_model_for
 from forenset.text.templates import list_templates, load_template
-
-
-def req(i: int = 0, **kw) -> ChatRequest:
-    base = dict(
-        task="caption",
-        item_id=f"img{i}",
-        system="Describe factually.",
-        user=f"Caption image number {i} please",
-        response_model=Caption,
-    )
-    return ChatRequest(**{**base, **kw})
 
 
 def test_every_packaged_prompt_declares_a_reply_size():
