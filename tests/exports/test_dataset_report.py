@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
 from forenset.report.text_metrics import bleu, distinct_n, mention_rate, self_bleu, tokens
-from tests.helpers import rows
+from tests.helpers import dump_dom, needs_chromium, rows
 
-CHROMIUM = "/usr/bin/chromium"
 CHECK_SCRIPT = """<script>
 window.addEventListener('load', () => {
   const imgs = Array.from(document.images);
@@ -121,10 +118,7 @@ def test_report_sections_and_numbers(built, samples, tmp_path):
     assert f'<td class="n">{len(j)}</td>' in text and f'<td class="n">{discarded}</td>' in text
 
 
-@pytest.mark.skipif(
-    shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists(),
-    reason="headless Chromium (/usr/bin/chromium, Debian package 'chromium') is not installed",
-)
+@needs_chromium
 def test_report_images_decode_in_headless_chromium(built, tmp_path):
     from forenset.report.html import write_report
 
@@ -132,28 +126,7 @@ def test_report_images_decode_in_headless_chromium(built, tmp_path):
     out = write_report(store, tmp_path / "report.html", gallery=2)
     text = out.read_text()
     n_img = text.count("<img ")
-    probe = tmp_path / "probe.html"
-    probe.write_text(text.replace("</body>", CHECK_SCRIPT + "</body>"))
-    proc = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'chromium-profile'}",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            probe.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
+    proc = dump_dom(text, CHECK_SCRIPT, tmp_path, timeout=90)
     m = re.search(r'<div id="img-check">(\d+)/(\d+)</div>', proc.stdout)
     assert m, f"no image check in the DOM (rc {proc.returncode}): {proc.stderr[-1500:]}"
     decoded, total = int(m.group(1)), int(m.group(2))

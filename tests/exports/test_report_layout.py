@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import duckdb
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.helpers import dump_dom, needs_chromium
 
 # writes, after load, what a reader would see wrong into the DOM (chromium --dump-dom reads it)
 LAYOUT_PROBE = """<script>
@@ -57,38 +55,13 @@ window.addEventListener('load', () => {
 
 
 def layout(html_text: str, tmp_path: Path, width: int) -> dict:
-    probe = tmp_path / f"probe-{width}.html"
-    probe.write_text(html_text.replace("</body>", LAYOUT_PROBE + "</body>"))
-    proc = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'chromium-profile'}",
-            f"--window-size={width},2000",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            probe.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = dump_dom(html_text, LAYOUT_PROBE, tmp_path, width)
     m = re.search(r'<pre id="layout-check">(.*?)</pre>', proc.stdout, re.S)
     assert m, f"no layout check in the DOM (rc {proc.returncode}): {proc.stderr[-1500:]}"
     return json.loads(m.group(1).replace("&gt;", ">").replace("&lt;", "<").replace("&amp;", "&"))
 
 
-@pytest.mark.skipif(
-    shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists(),
-    reason="headless Chromium (/usr/bin/chromium, Debian package 'chromium') is not installed",
-)
+@needs_chromium
 def test_report_fits_1280_and_800_px_without_clipped_tables(built, tmp_path):
     from forenset.report.html import render_report
 
