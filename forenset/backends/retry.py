@@ -85,6 +85,7 @@ async def attempt(
     log: logging.Logger | None = None,
     label: str = "",
     started: asyncio.Event | None = None,
+    urgent: bool = False,
 ) -> Attempt[R]:
     """Take a limiter slot, make one call, classify what went wrong, and teach the limiter.
 
@@ -92,10 +93,11 @@ async def attempt(
     that does not parse) are retryable; anything else is a terminal "unexpected" error of
     this item, never a crash. ``still_wanted`` is asked once a slot is free: False gives the
     slot back unused (the caller gave up while queueing). ``started`` is set when the call
-    goes out (after the limiter's wait). Never raises but CancelledError.
+    goes out (after the limiter's wait). ``urgent``: an item already under way (a retry, a
+    repair, a hedge) takes the next slot before fresh items. Never raises but CancelledError.
     """
     if limiter is not None:
-        await limiter.acquire(est_tokens)
+        await limiter.acquire(est_tokens, urgent)
         if still_wanted is not None and not still_wanted():
             await limiter.release(est_tokens=est_tokens, used_tokens=0)
             return Attempt(skipped=True)

@@ -79,6 +79,30 @@ def test_a_lone_429_delays_its_own_request_by_its_retry_after_and_no_other(stage
         assert stats["concurrency_limit"] == 2 and stats["rpm"] == 6000
 
 
+def test_a_429d_item_is_retried_before_the_fresh_items_still_queued(stage):
+    """Its Retry-After is its whole wait: the retry does not queue behind the stage."""
+    arrivals: list[int] = []
+    lock = threading.Lock()
+    with FakeOpenAI(latency_s=0.05) as server:
+
+        def fault_for(body):
+            m = re.search(r"number (\d+) ", last_user_text(body))
+            assert m is not None
+            with lock:
+                arrivals.append(int(m.group(1)))
+                first = len(arrivals) == 1
+            return Fault(status=429, retry_after_s=0.05) if first else None
+
+        server.fault_for = fault_for
+        spec = openai_spec(server, max_concurrency=1, rpm=60000)
+        out = run(spec, 16, stage)
+        assert all(r.ok for r in out)
+        throttled = arrivals[0]
+        retry_at = arrivals.index(throttled, 1)
+        # one request at a time, 0.05 s each: the retry is due after about two others
+        assert retry_at < len(arrivals) - 1, arrivals
+
+
 def test_a_stalled_request_is_hedged_after_the_latency_tail_and_its_row_is_ok(stage):
     with FakeOpenAI() as server:
         spec = openai_spec(

@@ -97,6 +97,7 @@ async def _run_one(
             limiter,
             garbled=(OSError, ValueError),  # undecodable image bytes: a garbled reply
             garbled_reason="undecodable image in reply",
+            urgent=attempts > 1,  # a retry goes before fresh calls (see PriorityGate)
         )
         params = {**call.params, "attempts": attempts}
         failure = sent.failure

@@ -362,7 +362,9 @@ class Engine:
                     log=log,
                     label=spec.label,
                 )
-                sent = await self.hedged(send, limiter, spec, req.item_id)
+                # an item's later attempts go before fresh items: its Retry-After was its
+                # wait, not a place at the back of the stage's queue
+                sent = await self.hedged(send, limiter, spec, req.item_id, item.attempts > 1)
             finally:
                 state.reserved_usd -= est_cost
             if sent.skipped:
@@ -459,13 +461,18 @@ class Engine:
         limiter: ModelLimiter | None,
         spec: ModelSpec,
         item_id: str,
+        urgent: bool = False,
     ) -> Attempt[RawReply]:
         """One attempt, hedged after the model's observed latency tail (see
-        ``ModelLimiter.hedge_delay``); hedges and hedge wins are counted on the limiter."""
+        ``ModelLimiter.hedge_delay``); hedges and hedge wins are counted on the limiter. The
+        hedge copy is urgent (its item is already late)."""
         if limiter is None:
-            return await send()
+            return await send(urgent=urgent)
         lim = limiter
-        run = functools.partial(_send_started, send)
+        urgency = iter([urgent])  # the first copy as asked, any hedge copy urgent
+
+        def run(started: asyncio.Event) -> Awaitable[Attempt[RawReply]]:
+            return send(started=started, urgent=next(urgency, True))
 
         def fired() -> None:
             lim.stats.hedges += 1
@@ -531,12 +538,6 @@ def brevity_note(cut_at: int, structured: bool) -> str:
         f"\n\nYour previous reply ran past {cut_at} tokens and was cut off. Answer again, "
         f"briefly: keep every field short, add nothing that was not asked for, {end}."
     )
-
-
-async def _send_started(
-    send: Callable[..., Awaitable[Attempt[RawReply]]], started: asyncio.Event
-) -> Attempt[RawReply]:
-    return await send(started=started)
 
 
 async def _prefect_slot(name: str) -> None:

@@ -14,6 +14,8 @@ set when a stalled request is hedged (``hedge_delay``).
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import re
 import statistics
 import time
@@ -24,6 +26,59 @@ from dataclasses import dataclass, field
 from forenset.backends.llm.types import ModelSpec
 
 
+class PriorityGate:
+    """An asyncio semaphore of ``capacity`` slots whose waiters are served urgent first, then
+    in arrival order, one wake-up per freed slot.
+
+    Why not asyncio.Semaphore / Condition: an item retried after a 429's Retry-After, a hedge
+    of a stalled request or a repair turn would queue behind every fresh item of the run
+    (hundreds), so its row ends last and a stage's shard waits for it; here it goes next.
+    And a Condition's ``notify_all`` wakes every waiter for each freed slot (O(n) task steps
+    per call with hundreds queued), CPU that a loaded event loop pays in latency.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.held = 0
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+
+    def locked(self) -> bool:
+        """Whether an acquire now would wait."""
+        return self.held >= self.capacity
+
+    async def acquire(self, urgent: bool = False) -> None:
+        # every release and capacity change wakes waiters while slots are free, so a free
+        # slot means no live waiter: taking it jumps no queue (cancelled entries may remain)
+        if self.held < self.capacity:
+            self.held += 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (0 if urgent else 1, next(self._seq), fut))
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # the slot was handed over: give it back
+                self.release()
+            raise
+
+    def release(self) -> None:
+        self.held -= 1
+        self.wake()
+
+    def set_capacity(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.wake()
+
+    def wake(self) -> None:
+        """Hand free slots to the first waiters (cancelled ones are dropped)."""
+        while self._waiters and self.held < self.capacity:
+            _, _, fut = heapq.heappop(self._waiters)
+            if not fut.done():
+                fut.set_result(None)
+                self.held += 1
+
+
 class Pacer:
     """Even pacing at ``rate_per_s`` units per second, never more than a window's worth.
 
@@ -32,8 +87,9 @@ class Pacer:
     sees up to twice its limit in that second. Here each acquire of ``n`` units waits for the
     pacer's next free instant and moves it ``n / rate`` seconds on, and a log of the last
     ``window_s`` seconds keeps any window to ``rate * window_s`` units (one oversized request
-    may go alone). Waiters go in FIFO order; only the head sleeps, and it re-reads
-    ``next_at`` after waking, so a ``hold`` placed while it sleeps still applies.
+    may go alone). Waiters go urgent first (a retry, a hedge), then in arrival order; only the
+    head sleeps, and it re-reads ``next_at`` after waking, so a ``hold`` placed while it
+    sleeps still applies.
 
     Loop lag: when sends are queued and the head wakes late (a busy event loop), it may take
     back up to ``catchup_s`` of that lateness, so milliseconds of lag per send do not add up
@@ -50,7 +106,7 @@ class Pacer:
         self.next_at = time.monotonic()
         self.sent: deque[tuple[float, float]] = deque()  # (time, units) of the last window
         self.in_window = 0.0
-        self._lock = asyncio.Lock()
+        self._gate = PriorityGate(1)
 
     def set_rate(self, rate_per_s: float) -> None:
         self.rate = rate_per_s
@@ -70,9 +126,10 @@ class Pacer:
             return 0.0
         return self.sent[0][0] + self.window_s - now
 
-    async def acquire(self, n: float = 1.0) -> None:
-        queued = self._lock.locked()
-        async with self._lock:
+    async def acquire(self, n: float = 1.0, urgent: bool = False) -> None:
+        queued = self._gate.locked()
+        await self._gate.acquire(urgent)
+        try:
             while True:
                 now = time.monotonic()
                 wait = max(self.next_at - now, self._window_wait(n, now))
@@ -84,29 +141,40 @@ class Pacer:
             self.next_at = max(self.next_at, floor) + n / self.rate
             self.sent.append((now, n))
             self.in_window += n
+        finally:
+            self._gate.release()
 
 
 class AdaptiveConcurrency:
-    """A semaphore whose size follows AIMD: +1/limit per success, x0.7 per throttle burst."""
+    """A semaphore whose size follows AIMD: +1/limit per success, x0.7 per throttle burst.
+    Urgent acquires (an item's later attempts) go before fresh ones (``PriorityGate``)."""
 
     def __init__(self, maximum: int, *, decrease: float = 0.7, cooldown_s: float = 1.0) -> None:
         self.maximum = maximum
-        self.limit = float(maximum)
-        self.in_flight = 0
         self.decrease = decrease
         self.cooldown_s = cooldown_s
         self._last_cut = 0.0
-        self._cond = asyncio.Condition()
+        self._gate = PriorityGate(maximum)
+        self.limit = float(maximum)
 
-    async def acquire(self) -> None:
-        async with self._cond:
-            await self._cond.wait_for(lambda: self.in_flight < max(1, int(self.limit)))
-            self.in_flight += 1
+    @property
+    def limit(self) -> float:
+        return self._limit
+
+    @limit.setter
+    def limit(self, value: float) -> None:
+        self._limit = value
+        self._gate.set_capacity(max(1, int(value)))
+
+    @property
+    def in_flight(self) -> int:
+        return self._gate.held
+
+    async def acquire(self, urgent: bool = False) -> None:
+        await self._gate.acquire(urgent)
 
     async def release(self) -> None:
-        async with self._cond:
-            self.in_flight -= 1
-            self._cond.notify_all()
+        self._gate.release()
 
     def cap(self, n: int) -> None:
         """Never more than ``n`` in flight from now on (a server's slots)."""
@@ -315,17 +383,18 @@ class ModelLimiter:
             timeout_s=spec.timeout_s,
         )
 
-    async def acquire(self, est_tokens: int) -> None:
-        """Wait for a concurrency slot, any hold, then the request and token pacers."""
-        await self.concurrency.acquire()
+    async def acquire(self, est_tokens: int, urgent: bool = False) -> None:
+        """Wait for a concurrency slot, any hold, then the request and token pacers;
+        ``urgent`` (an item already under way: a retry, a hedge) goes before fresh items."""
+        await self.concurrency.acquire(urgent)
         try:
             while (wait := self.paused_until - time.monotonic()) > 0:
                 self.stats.paused_s += wait
                 await asyncio.sleep(wait)
             if self.requests is not None:
-                await self.requests.acquire(1.0)
+                await self.requests.acquire(1.0, urgent)
             if self.tokens is not None:
-                await self.tokens.acquire(float(est_tokens))
+                await self.tokens.acquire(float(est_tokens), urgent)
         except BaseException:
             await self.concurrency.release()
             raise
