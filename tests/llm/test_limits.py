@@ -220,8 +220,21 @@ def test_clustered_429s_cut_concurrency_and_pace_and_hold_the_model_once():
     assert lim.stats.overloads == 1 and lim.paused_until == held
 
 
+def test_sporadic_429s_bunched_8_in_32_are_no_overload_but_a_real_cluster_is():
+    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", rpm=2280))
+    for i in range(64):  # 8 429s within 32 calls: chance bunching of 6 % sporadic 429s
+        if 20 <= i < 52 and i % 4 == 0:
+            assert lim.on_throttle(1.0) is False
+        else:
+            lim.record("ok", 0.25)
+    assert lim.stats.overloads == 0 and lim.concurrency.limit == lim.concurrency.maximum
+    held = [lim.on_throttle(1.0) if i % 3 == 0 else lim.record("ok", 0.25) for i in range(64)]
+    assert any(held) and lim.stats.overloads == 1  # ~1 in 3: an overloaded server
+
+
 def test_the_pace_grows_back_to_its_ceiling_and_no_further():
-    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", rpm=600))
+    spec = ModelSpec(backend="openai", model="m", rpm=600, overload_window=32)
+    lim = ModelLimiter.from_spec(spec)
     for _ in range(8):
         lim.on_throttle(None)
     assert lim.requests is not None and lim.requests.rate == pytest.approx(7.0)
@@ -232,7 +245,8 @@ def test_the_pace_grows_back_to_its_ceiling_and_no_further():
 
 
 def test_climbing_latency_cuts_the_concurrency_not_the_pace():
-    lim = ModelLimiter.from_spec(ModelSpec(backend="openai", model="m", rpm=600))
+    spec = ModelSpec(backend="openai", model="m", rpm=600, overload_window=32)
+    lim = ModelLimiter.from_spec(spec)
     for _ in range(32):
         lim.record("ok", 0.2)
     assert lim.stats.overloads == 0

@@ -341,7 +341,7 @@ class ModelLimiter:
     slots: int | None = None  # generation slots the server reported (see probe_slots)
     vision: bool | None = None  # whether the server says its model takes images (None: silent)
     probed: bool = False
-    window: OutcomeWindow = field(default_factory=lambda: OutcomeWindow(32, 0.25, 3.0))
+    window: OutcomeWindow = field(default_factory=lambda: OutcomeWindow(64, 0.25, 3.0))
     hedge_multiplier: float = 3.0  # hedge after this x the p95 latency (0: never) ...
     hedge_floor_s: float = 1.0  # ... and never sooner than this
     timeout_s: float = 60.0
