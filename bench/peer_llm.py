@@ -399,6 +399,7 @@ def main() -> None:
                     flush=True,
                 )
     print("\nmedians (ok rows/s; ÷ limit = ok rows/s ÷ server req/s)")
+    verdicts: list[str] = []
     for mix in mixes:
         rate: dict[str, float] = {}
         for client in clients:
@@ -427,6 +428,35 @@ def main() -> None:
             )
             if mix == "clean":
                 print_bounds(args, rate["curator"], rate["forenset"])
+            verdicts.append(verdict(args, mix, runs, rate["forenset"] / rate["curator"]))
+    if verdicts:
+        print(f"\ngoals (issue 42), load average {os.getloadavg()[0]:.1f} now")
+        print("\n".join(verdicts))
+
+
+GOAL_RATIO = 1.2  # forenset's ok rows/s over Curator's on every fault mix
+GOAL_FLOOR = 0.03  # the clean mix: forenset's wall within this of the configured-rate floor
+
+
+def verdict(args: argparse.Namespace, mix: str, runs: list[dict], ratio: float) -> str:
+    """One line per mix: every goal of issue 42 that applies to it, MET or MISSED."""
+    fs = [r for r in runs if r["mix"] == mix and r["client"] == "forenset"]
+    all_ok = all(r["ok"] == args.n for r in fs)
+    parts = [f"ok rows {min(r['ok'] for r in fs)}/{args.n} {'MET' if all_ok else 'MISSED'}"]
+    if mix == "clean":
+        floor = (args.n - 1) / (args.rpm / 60.0) + args.latency
+        over = statistics.median(r["wall_s"] for r in fs) / floor - 1
+        met = over <= GOAL_FLOOR
+        parts.append(
+            f"wall {100 * over:+.1f} % over the {floor:.2f} s floor (goal <= "
+            f"{100 * GOAL_FLOOR:g} %) {'MET' if met else 'MISSED'}"
+        )
+    else:
+        met = ratio >= GOAL_RATIO
+        parts.append(
+            f"{ratio:.2f} x Curator's ok rows/s (goal >= {GOAL_RATIO:g}) {'MET' if met else 'MISSED'}"
+        )
+    return f"{mix:10} " + "; ".join(parts)
 
 
 def print_bounds(args: argparse.Namespace, curator_rate: float, forenset_rate: float) -> None:
