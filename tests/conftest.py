@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -28,6 +29,36 @@ def pytest_collection_modifyitems(config, items):
     if soak:
         config.hook.pytest_deselected(items=soak)
         items[:] = [it for it in items if not it.get_closest_marker("soak")]
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller schedules this order
+        items[:] = longest_modules_first(items)
+
+
+MODULE_SECONDS = Path(__file__).with_name("module_seconds.json")
+
+
+def longest_modules_first(items: list) -> list:
+    """``items`` with the modules that take longest first, each module's tests kept together
+    and in order. With ``--dist loadscope --no-loadscope-reorder`` (pyproject.toml) xdist
+    hands out modules in this order; its own reorder (most tests first) left the few-test
+    long modules (a Prefect deployment, kill and resume) for last, where one of them ran on
+    alone while the other worker idled. Seconds come from ``module_seconds.json`` (a measured
+    run, scripts/module_seconds.py); a module not in it counts 30 s per slow test and 0.5 s
+    per other test. Only the order changes: every test still runs."""
+    try:
+        known: dict[str, float] = json.loads(MODULE_SECONDS.read_text())
+    except (OSError, ValueError):
+        known = {}
+    groups: dict[str, list] = {}
+    for it in items:
+        groups.setdefault(it.nodeid.split("::", 1)[0], []).append(it)
+
+    def cost(module: str) -> float:
+        if module in known:
+            return known[module]
+        return sum(30.0 if it.get_closest_marker("slow") else 0.5 for it in groups[module])
+
+    order = sorted(groups, key=cost, reverse=True)  # stable: ties keep collection order
+    return [it for module in order for it in groups[module]]
 
 
 def small_config_dict(run_dir: Path | str, **over) -> dict:

@@ -3,6 +3,7 @@ both the full suite and the inner loop (``-m "not slow"``) unless asked for."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -47,3 +48,31 @@ def collected(*args: str) -> set[str]:
 )
 def test_soak_runs_only_when_asked_for(args, ids):
     assert collected(*args) == ids
+
+
+class _Item:
+    """The two things longest_modules_first reads from a pytest item."""
+
+    def __init__(self, nodeid: str, slow: bool = False):
+        self.nodeid, self.slow = nodeid, slow
+
+    def get_closest_marker(self, name: str):
+        return object() if name == "slow" and self.slow else None
+
+
+def test_xdist_gets_the_longest_modules_first_each_kept_whole(monkeypatch, tmp_path):
+    import tests.conftest as conftest
+
+    table = tmp_path / "module_seconds.json"
+    table.write_text('{"a.py": 1.0, "b.py": 90.0}')
+    monkeypatch.setattr(conftest, "MODULE_SECONDS", table)
+    items = [_Item("a.py::t1"), _Item("a.py::t2"), _Item("b.py::t"), _Item("c.py::t", slow=True)]
+    got = [it.nodeid for it in conftest.longest_modules_first(items)]
+    # b measured 90 s; c unmeasured counts 30 s per slow test; a measured 1 s; no test dropped
+    assert got == ["b.py::t", "c.py::t", "a.py::t1", "a.py::t2"]
+    # the checked-in table holds the measured run (scripts/module_seconds.py refreshes it)
+    measured = json.loads((ROOT / "tests" / "module_seconds.json").read_text())
+    assert "tests/integration/test_deployment.py" in measured
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"][
+        "addopts"
+    ].split() == ["--dist", "loadscope", "--no-loadscope-reorder"]
