@@ -133,6 +133,10 @@ class StrengthRules(BaseModel):
     # 0: off. The defaults of these three are the grid's choice on the rules-v3 tuning union
     # (docs/benchmarks.md); leave-one-editor-out chooses them per fold
     offtarget_located: float = Field(0.0, ge=0, le=1)
+    # a target that reached its kind's ``need`` got the requested edit: the change elsewhere
+    # is then left to the artefact limits, not called off-target (a re-encode of a noisy
+    # photo removes fine detail over large areas, which a good blur's own change can trail)
+    reached_not_offtarget: bool = True
     margin: float = Field(0.06, ge=0, le=0.5)  # around the target, neither inside nor outside
 
     @model_validator(mode="after")

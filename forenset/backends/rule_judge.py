@@ -165,7 +165,12 @@ def judge_measured(
         why = "image-wide degradation: " + ", ".join(
             f"{k} {v:.2f} > {rules.artefacts[k]:.2f}" for k, v in art.items()
         )
-    elif out >= rules.offtarget_min and out > offtarget_dominance * reached and located:
+    elif (
+        out >= rules.offtarget_min
+        and out > offtarget_dominance * reached
+        and located
+        and not (rules.reached_not_offtarget and cov >= r.need)
+    ):
         verdict, cat = "DISCARD", "off_target"
         why = (
             f"the requested {ch} change covers {out * 100:.1f}% of the image outside the target "

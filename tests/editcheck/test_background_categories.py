@@ -114,3 +114,17 @@ def test_off_target_needs_a_located_change_elsewhere():
     nothing = numbers(outside_any=0.05, outside_any_piece=piece / 4)
     assert category(nothing, **on) == ("DISCARD", "edit_missing")
     assert category(nothing | {"outside_any_piece": 2 * piece}, **on) == ("DISCARD", "off_target")
+
+
+def test_a_target_that_got_the_edit_is_not_off_target_when_that_rule_is_on():
+    rules = StrengthRules()
+    need = rules.changes["blur"].need
+    # a good blur (the target fully changed) and more of the same change elsewhere (a
+    # re-encode of a noisy photo): off-target by dominance alone
+    m = numbers(change="blur", coverage=need + 0.3, weak_coverage=0.95, outside_frac=0.12)
+    m |= {"outside_piece": 0.05}
+    assert category(m, reached_not_offtarget=False) == ("DISCARD", "off_target")
+    assert category(m, reached_not_offtarget=True) == ("KEEP", "none")
+    # a target short of its need stays off-target
+    short = m | {"coverage": need / 4, "weak_coverage": need / 2}
+    assert category(short, reached_not_offtarget=True) == ("DISCARD", "off_target")
