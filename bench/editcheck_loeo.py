@@ -4,7 +4,8 @@ leave-one-editor-out`` / ``--mode tune``): thresholds chosen on some editors, fi
 Every candidate is measured once (``edit_strength.measure``: the measurements do not depend on
 the thresholds searched); the grid re-runs only the rule judge over the stored measurements.
 First the artefact limits (noise residual, colour cast) and ``missing_below`` are chosen over
-all rows; then per change class (colour, luminance, texture, blur) ``need`` (per-pixel coverage
+all rows; then (rules-v4) ``offtarget_located`` x ``partial_above`` x ``missing_excess`` x
+``reached_not_offtarget`` over all rows; then per change class (colour, luminance, texture, blur) ``need`` (per-pixel coverage
 of the target) x ``full`` (the kind's aggregate change over the target, or none) x ``extent``
 / ``share`` (the touched part of the target, and the share of it fully changed) on that
 class's rows. Each choice has the fewest errors on the tuning editors (good edits discarded,
@@ -40,6 +41,12 @@ SHARES = (0.6, 0.7, 0.8)
 NOISE = (1.0, 1.2, 1.4, 1.6, 1.8)
 CAST = (2.0, 2.5, 3.0, 4.0)
 MISSING = (0.04, 0.08, 0.12, 0.16)
+# rules-v4: the located share of an off-target change, and missing vs partial against the
+# image's background (faint_excess); None: that rule off
+LOCATED = (0.0, 0.1, 0.15, 0.2, 0.25)
+PARTIAL_ABOVE = (None, 0.1, 0.15, 0.2, 0.25, 0.3)
+MISSING_EXCESS = (None, 0.0, 0.03, 0.05, 0.08)
+REACHED = (False, True)  # reached_not_offtarget
 EXPECTED = {
     "good": "none",
     "missing": "edit_missing",
@@ -115,8 +122,17 @@ def rules_with(base: StrengthRules, choice: dict[str, Any]) -> StrengthRules:
             )
     arts = dict(base.artefacts)
     arts.update(choice.get("artefacts", {}))
-    low = choice.get("missing_below", base.missing_below)
-    return base.model_copy(update={"changes": changes, "artefacts": arts, "missing_below": low})
+    update: dict[str, Any] = {"changes": changes, "artefacts": arts}
+    for k in (
+        "missing_below",
+        "offtarget_located",
+        "partial_above",
+        "missing_excess",
+        "reached_not_offtarget",
+    ):
+        if k in choice:
+            update[k] = choice[k]
+    return base.model_copy(update=update)
 
 
 def errors(rows: list[dict[str, Any]], rules: StrengthRules) -> int:
@@ -145,6 +161,22 @@ def choose(rows: list[dict[str, Any]]) -> dict[str, Any]:
             best = (e, noise + cast + low, {"artefacts": arts, "missing_below": low})
     assert best is not None
     choice: dict[str, Any] = dict(best[2])
+    # then the categories' rules (they move discards between categories, and off-target ones
+    # back to the coverage rules); ties: the middle of the tied settings
+    scored = []
+    for loc, above, excess, reach in itertools.product(
+        LOCATED, PARTIAL_ABOVE, MISSING_EXCESS, REACHED
+    ):
+        part = {
+            "offtarget_located": loc,
+            "partial_above": above,
+            "missing_excess": excess,
+            "reached_not_offtarget": reach,
+        }
+        scored.append((errors(rows, rules_with(base, {**choice, **part})), part))
+    low_e = min(e for e, _ in scored)
+    tied = [p for e, p in scored if e == low_e]
+    choice.update(tied[(len(tied) - 1) // 2])
     for ch in CLASSES:
         sub = [r for r in rows if r["m"]["change"] == ch]
         scored = [
@@ -225,7 +257,12 @@ def fmt(choice: dict[str, Any]) -> str:
         f"{ch}: need {c[0]}, full {c[1]}, extent {c[2]}, share {c[3]}"
         for ch, c in ((ch, choice[ch]) for ch in CLASSES)
     ]
-    extra = f"; artefacts {choice['artefacts']}; missing_below {choice['missing_below']}"
+    extra = (
+        f"; artefacts {choice['artefacts']}; missing_below {choice['missing_below']}; "
+        f"offtarget_located {choice['offtarget_located']}; partial_above "
+        f"{choice['partial_above']}; missing_excess {choice['missing_excess']}; "
+        f"reached_not_offtarget {choice['reached_not_offtarget']}"
+    )
     return "; ".join(parts) + extra
 
 

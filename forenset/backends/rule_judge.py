@@ -1,6 +1,6 @@
 """The offline alignment judges and the verdict aggregation.
 
-``judge_measured`` (rules-v3, the judgments stage's): decides from ``edit_strength``'s pixel
+``judge_measured`` (rules-v4, the judgments stage's): decides from ``edit_strength``'s pixel
 measurements — how much of the target reached the change its edit kind needs, the requested
 change outside it, image-wide artefacts — and names the failure with the deciding numbers.
 ``judge`` (rules-v1): the instruction's target box vs the listed difference regions' area,
@@ -14,8 +14,9 @@ from typing import Any
 from forenset.backends.edit_strength import StrengthRules
 
 # v2: strength-aware coverage and measured failure categories; v3: the kind's aggregate
-# change over the target's capable pixels, and "no visible change possible"
-RULE_VERSION = "rules-v3"
+# change over the target's capable pixels, and "no visible change possible"; v4: missing vs
+# partial against the image's background, off-target only for a located change
+RULE_VERSION = "rules-v4"
 # what ``kind_change`` measures per change class (for the rationale)
 KIND_MEASURE = {
     "blur": "high-frequency energy removed",
@@ -130,11 +131,13 @@ def judge_measured(
     """The strength-aware rule judge: a verdict and failure category from ``edit_strength``'s
     measurements, the rationale quoting the numbers that decided it.
 
-    Order: image-wide artefacts; the requested change outside the target dominating what
-    reached it (off-target); an unverifiable target (a blur of a flat area); nothing
-    meaningful at the target (missing, or off-target when a change of a quarter of the
-    target's size or more sits elsewhere);
-    then coverage against the kind's ``need`` (KEEP, BORDERLINE partial, DISCARD partial)."""
+    Order: image-wide artefacts; the requested change outside the target, in one located
+    piece, dominating what reached it (off-target); an unverifiable target (a blur of a flat
+    area); nothing meaningful at the target (missing, or off-target when a located change of a
+    quarter of the target's size or more sits elsewhere) unless the target shows clearly more
+    faint change than the image's background (then a weak partial edit); then coverage against
+    the kind's ``need`` (KEEP, BORDERLINE partial, DISCARD partial — or missing when the target
+    changed no more than the background)."""
     ch = m["change"]
     r = rules.changes[ch]
     box = max(1e-6, float(m["box_area"]))
@@ -146,13 +149,28 @@ def judge_measured(
     penalty = min(1.0, out / box)
     final = max(0.0, match - 0.5 * penalty)
     art = {k: float(m[k]) for k, lim in rules.artefacts.items() if float(m[k]) > lim}
+    # the change elsewhere must be located (one piece of a fifth-ish of the target's size), not
+    # a re-encode's speckle; measurements from before rules-v4 lack the pieces: located
+    piece = rules.offtarget_located * box
+    located = float(m.get("outside_piece", out)) >= piece
+    any_located = float(m.get("outside_any_piece", m.get("outside_any", 0.0))) >= piece
+    # the target's faint change above the image's background (None: not measured)
+    faint = m.get("faint_excess")
+    faint_partial = (
+        faint is not None and rules.partial_above is not None and faint >= rules.partial_above
+    )
     need = f"{ch} change (coverage {cov:.2f} of the target, need {r.need:.2f})"
     if art:
         verdict, cat = "DISCARD", "severe_artifacts"
         why = "image-wide degradation: " + ", ".join(
             f"{k} {v:.2f} > {rules.artefacts[k]:.2f}" for k, v in art.items()
         )
-    elif out >= rules.offtarget_min and out > offtarget_dominance * reached:
+    elif (
+        out >= rules.offtarget_min
+        and out > offtarget_dominance * reached
+        and located
+        and not (rules.reached_not_offtarget and cov >= r.need)
+    ):
         verdict, cat = "DISCARD", "off_target"
         why = (
             f"the requested {ch} change covers {out * 100:.1f}% of the image outside the target "
@@ -164,8 +182,8 @@ def judge_measured(
             f"no visible change possible: only {float(m.get('capable_share', 0.0)):.2f} of the "
             f"target can show a {ch} change (too flat, too light or too dark)"
         )
-    elif weak < rules.missing_below:
-        if float(m.get("outside_any", 0.0)) >= max(rules.offtarget_min, 0.25 * box):
+    elif weak < rules.missing_below and not faint_partial:
+        if float(m.get("outside_any", 0.0)) >= max(rules.offtarget_min, 0.25 * box) and any_located:
             verdict, cat = "DISCARD", "off_target"
             why = (
                 f"nothing reached the target (touched {weak:.2f} < {rules.missing_below:.2f}) "
@@ -196,11 +214,19 @@ def judge_measured(
     elif cov >= r.need * r.borderline or (r.full is not None and kc >= r.full * r.borderline):
         verdict, cat = "BORDERLINE", "edit_partial"
         why = f"the target nearly reached the {need}; {KIND_MEASURE[ch]} {kc:.2f}"
+    elif faint is not None and rules.missing_excess is not None and faint < rules.missing_excess:
+        verdict, cat = "DISCARD", "edit_missing"
+        why = (
+            f"no {ch} change beyond the image's own: the target shows {faint:+.2f} more "
+            f"faint change than areas elsewhere (need {rules.missing_excess:.2f}); {need}"
+        )
     else:
         verdict, cat = "DISCARD", "edit_partial"
         why = f"too weak or too small: {need}; {weak:.2f} of it touched"
         if r.full is not None:
             why += f", {KIND_MEASURE[ch]} {kc:.2f} (need {r.full:.2f})"
+        if faint_partial and weak < rules.missing_below:
+            why += f"; a faint change over the target ({faint:+.2f} above the background)"
     return _record(match, penalty, final, verdict, cat, why, RULE_VERSION)
 
 

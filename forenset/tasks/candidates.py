@@ -64,7 +64,7 @@ class Candidates(Stage[list[GeneratorConfig]]):
     and imported edits made elsewhere (captioned photos x ``external`` generators)."""
 
     name = "candidates"
-    version = "2"
+    version = "3"  # 3: the classical removal fills its whole box (it left the object's corners)
     inputs = ("instructions", "prompts", "captions")
     input_columns = {
         "instructions": ("instruction_id", "image_id", "blob", "caption") + EDIT_FIELDS,

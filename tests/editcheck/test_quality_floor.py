@@ -18,7 +18,7 @@ from forenset.tasks.editcheck import offline_check
 # measured 2026-12-06 on this set (seed 7, 80 candidates, 192 px): P 0.979 / R 0.979 with
 # BORDERLINE kept, partial recall 0.923, good edits discarded 0.031, category accuracy 0.979;
 # the area rule (rules-v1) it replaced fails it (see docs/benchmarks.md); rules-v3: the same
-# P / R / partial recall / good discarded, category accuracy 1.000
+# P / R / partial recall / good discarded, category accuracy 1.000; rules-v4: the same
 FLOOR = {"precision": 0.95, "recall": 0.95, "partial_recall": 0.85, "category_accuracy": 0.93}
 MAX_GOOD_DISCARDED = 0.07
 

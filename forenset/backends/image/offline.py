@@ -216,7 +216,13 @@ class OfflineEditor:
 
     def remove(self, img: np.ndarray, B, strength: float) -> np.ndarray:
         h, w = img.shape[:2]
-        m = (ellipse_mask(h, w, B, feather=0.02) > 0.3).astype(np.uint8) * 255
+        # fill the whole box (and a rim around it) from what surrounds it: inpainting only the
+        # inscribed ellipse filled it from the box's corners — the object's own pixels where
+        # the object fills its box — and repainted the object in its own colours
+        x0, y0, x1, y1 = B
+        d = max(2, int(0.04 * min(x1 - x0, y1 - y0)))
+        m = np.zeros((h, w), np.uint8)
+        m[max(0, y0 - d) : y1 + d, max(0, x0 - d) : x1 + d] = 255
         flag = cv2.INPAINT_TELEA if self.cfg.inpaint == "telea" else cv2.INPAINT_NS
         # inpaint at reduced size for speed, then upsample only the filled area
         scale = min(1.0, 256 / max(h, w))
@@ -232,7 +238,11 @@ class OfflineEditor:
         filled = cv2.resize(filled, (w, h), interpolation=cv2.INTER_CUBIC).astype(np.float32)
         if self.poisson:
             return self.clone(img, filled, B)
-        a = ellipse_mask(h, w, B, self.feather(0.08, strength))[..., None] * min(1.0, strength)
+        # blended over the box as filled (feathered on the rim outside it), not an inscribed
+        # ellipse, which left the object's corners and edge in place
+        k = max(1.0, self.feather(0.04, strength) * min(x1 - x0, y1 - y0))
+        a = np.clip(cv2.GaussianBlur(m.astype(np.float32) / 255, (0, 0), k), 0, 1)
+        a = a[..., None] * min(1.0, strength)
         return img * (1 - a) + filled * a
 
     def clone(self, img: np.ndarray, edited: np.ndarray, B) -> np.ndarray:
