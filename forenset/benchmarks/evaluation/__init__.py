@@ -1,0 +1,31 @@
+"""The XPlainVerse evaluation (Table 5): sampled evaluation sets, detections by the models
+under evaluation, their scores, and the gold references a human writes."""
+
+from forenset.families import Family
+
+_P = "forenset.benchmarks.evaluation"
+
+FAMILY = Family(
+    name="evaluation",
+    title="XPlainVerse evaluation (Table 5)",
+    stages={
+        "eval_sets": f"{_P}.stages.eval_sets:EvalSets",
+        "detections": f"{_P}.stages.detections:Detections",
+        "eval_scores": f"{_P}.stages.eval_scores:EvalScores",
+    },
+    config_section="evaluation",
+    config=f"{_P}.config:EvaluationConfig",
+    metrics={  # XPlainVerse Table 5, in the paper's order after the detection scores
+        "f1": f"{_P}.scorers.table5:F1_SCORE",
+        "accuracy": f"{_P}.scorers.table5:ACCURACY",
+        "entity_score": f"{_P}.scorers.table5:ENTITY_SCORE",
+        "evidence_score": f"{_P}.scorers.table5:EVIDENCE_SCORE",
+        "bertscore_f1": f"{_P}.scorers.table5:BERTSCORE_F1",
+        "sle": f"{_P}.scorers.table5:SLE",
+    },
+    cli=f"{_P}.cli:app",
+    report=f"{_P}.report:evaluation_section",
+    exports={"gold": f"{_P}.gold:export_gold"},
+    importers={"gold_references": "import-gold"},
+    tables={"gold_references": f"{_P}.schemas.gold_references:SCHEMA"},
+)

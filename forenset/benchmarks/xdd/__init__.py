@@ -1,2 +1,11 @@
 """The XPlainVerse challenge (Explainable Deepfake Detection Challenge 2026, CodaBench): its
 submission and reference formats and its leaderboard scores (``docs/xdd.md``)."""
+
+from forenset.families import Family
+
+FAMILY = Family(
+    name="xdd",
+    title="XDD challenge",
+    cli="forenset.benchmarks.xdd.cli:app",
+    exports={"xdd": "forenset.benchmarks.xdd.export:export_xdd"},
+)
