@@ -48,7 +48,8 @@ class Family:
     ``(store, con) -> str`` returning the family's HTML section ("" when it has nothing).
     ``exports``: format -> exporter. ``importers``: table -> the command that writes it.
     ``tables``: tables no stage writes -> their Arrow schema (``forenset query`` types them
-    before the first import)."""
+    before the first import). ``store_commands``: its commands that only read and write the
+    run store (the CLI ends them with ``os._exit``: ``forenset.cli.FAST_EXIT``)."""
 
     name: str
     title: str = ""
@@ -61,6 +62,7 @@ class Family:
     exports: Mapping[str, str] = field(default_factory=dict)
     importers: Mapping[str, str] = field(default_factory=dict)
     tables: Mapping[str, str] = field(default_factory=dict)
+    store_commands: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for f in ("stages", "metrics", "exports", "importers", "tables"):

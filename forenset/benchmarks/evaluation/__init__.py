@@ -28,4 +28,5 @@ FAMILY = Family(
     exports={"gold": f"{_P}.gold:export_gold"},
     importers={"gold_references": "import-gold"},
     tables={"gold_references": f"{_P}.schemas.gold_references:SCHEMA"},
+    store_commands=("import-gold", "export-gold"),
 )
