@@ -83,7 +83,7 @@ def test_the_recipe_metric_reaches_the_stage_cli_and_report(words_metric, tmp_pa
     from typer.testing import CliRunner
 
     from forenset.cli import app
-    from forenset.report.html import evaluation_section
+    from forenset.benchmarks.evaluation.report import evaluation_section
     from forenset.store.views import connect
     from tests.stages.test_eval_scores import ITEMS, run_stage
 
