@@ -656,12 +656,17 @@ def query(
             console.print(f"({len(rows)} rows, {limit} shown; use --limit or --format csv)")
 
 
+_MOUNTED: set[str] = set()
+
+
 def _mount_families() -> None:
     """Each registered benchmark family's Typer app (``Family.cli``), mounted at top level (its
-    commands import their code lazily)."""
+    commands import their code lazily); again in ``main``, so a family installed after this
+    module was imported is mounted too, once."""
     for fam in families():
-        if fam.cli:
+        if fam.cli and fam.name not in _MOUNTED:
             app.add_typer(load_target(fam.cli))
+            _MOUNTED.add(fam.name)
 
 
 _mount_families()
@@ -720,6 +725,7 @@ def _exit_now(code: object) -> NoReturn:
 
 def main() -> None:
     # the sub-apps import the perturbation catalogue and exporters (~0.5 s): only when needed
+    _mount_families()
     if len(sys.argv) < 2 or sys.argv[1] not in _own_commands():
         _mount_subapps()
     from forenset.store.storage import StorageError

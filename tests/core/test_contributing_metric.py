@@ -82,8 +82,8 @@ def test_the_recipe_metric_reaches_the_stage_cli_and_report(words_metric, tmp_pa
     """Built by eval_scores (no stage change), printed by ``forenset eval`` and the report."""
     from typer.testing import CliRunner
 
-    from forenset.cli import app
     from forenset.benchmarks.evaluation.report import evaluation_section
+    from forenset.cli import app
     from forenset.store.views import connect
     from tests.stages.test_eval_scores import ITEMS, run_stage
 

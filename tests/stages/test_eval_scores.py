@@ -417,8 +417,7 @@ def test_entity_evidence_by_a_model_evaluator(tmp_path, monkeypatch, broken):
 
 def test_report_shows_table5_and_the_f1_plot(tmp_path, models):
     """The HTML report's evaluation section holds the same cells as `forenset eval`."""
-    from forenset.benchmarks.evaluation.report import table5
-    from forenset.benchmarks.evaluation.report import evaluation_section
+    from forenset.benchmarks.evaluation.report import evaluation_section, table5
     from forenset.store.views import connect
 
     store, *_ = run_stage(tmp_path, {"sle_model": models[1]})
