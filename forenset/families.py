@@ -46,7 +46,9 @@ class Family:
     it is). ``metrics``: metric name -> scorer, in display order (the scoring registry lists
     them under ``name``). ``cli``: a Typer app mounted at top level. ``report``: a function
     ``(store, con) -> str`` returning the family's HTML section ("" when it has nothing).
-    ``exports``: format -> exporter. ``importers``: table -> the command that writes it.
+    ``responder_kinds``: the shared responder kinds its model lists accept
+    (``forenset.benchmarks.common.responders``); ``responders``: kinds of its own -> responder
+    class. ``exports``: format -> exporter. ``importers``: table -> the command that writes it.
     ``tables``: tables no stage writes -> their Arrow schema (``forenset query`` types them
     before the first import). ``store_commands``: its commands that only read and write the
     run store (the CLI ends them with ``os._exit``: ``forenset.cli.FAST_EXIT``)."""
@@ -57,6 +59,8 @@ class Family:
     config_section: str | None = None
     config: str | None = None
     metrics: Mapping[str, str] = field(default_factory=dict)
+    responder_kinds: tuple[str, ...] = ()
+    responders: Mapping[str, str] = field(default_factory=dict)
     cli: str | None = None
     report: str | None = None
     exports: Mapping[str, str] = field(default_factory=dict)
@@ -65,7 +69,7 @@ class Family:
     store_commands: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for f in ("stages", "metrics", "exports", "importers", "tables"):
+        for f in ("stages", "metrics", "responders", "exports", "importers", "tables"):
             object.__setattr__(self, f, _frozen(getattr(self, f)))
 
 

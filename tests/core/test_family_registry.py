@@ -248,8 +248,6 @@ def code_lines(path: Path) -> list[tuple[int, str]]:
 # Core modules that still name a family (issue 39: not moved yet); the list only shrinks.
 PENDING = {
     "forenset/benchmarks/common/predictions.py",
-    "forenset/benchmarks/common/respond.py",
-    "forenset/benchmarks/common/responders.py",
     "forenset/benchmarks/common/scorers/judged.py",
     "forenset/benchmarks/common/scorers/similarity.py",
     "forenset/benchmarks/common/training.py",
@@ -284,3 +282,20 @@ def test_core_modules_name_no_family():
     assert not new, "core names a family:\n" + "\n".join(new)
     done = PENDING - {f.partition(":")[0] for f in found}
     assert not done, f"no longer names a family, drop from PENDING: {sorted(done)}"
+
+
+def test_a_family_registers_its_own_responder_kind():
+    """FakeBench's ``official`` kind is its package's (``Family.responders``), found before the
+    entry points, whose metadata may still name its old place in common/."""
+    import tomllib
+
+    from forenset.benchmarks.common import responders
+
+    cls = responders.responder_class("official")
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert declared["forenset.responders"]["official"] == f"{cls.__module__}:{cls.__name__}"
+    assert cls.__module__ == "forenset.benchmarks.fakebench.respond"
+    assert responders.families_of("official") == ("fakebench",)
+    assert responders.families_of("file") == ("evaluation", "reward")
+    assert responders.families_of("constant") == ("reward", "fakebench")
+    assert set(responders.responder_families()) == {"evaluation", "reward", "fakebench"}

@@ -23,6 +23,7 @@ FAMILY = Family(
         "bertscore_f1": f"{_P}.scorers.table5:BERTSCORE_F1",
         "sle": f"{_P}.scorers.table5:SLE",
     },
+    responder_kinds=("detector", "llm", "file"),
     cli=f"{_P}.cli:app",
     report=f"{_P}.report:evaluation_section",
     exports={"gold": f"{_P}.gold:export_gold"},

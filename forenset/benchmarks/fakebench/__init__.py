@@ -28,6 +28,8 @@ FAMILY = Family(
         "judged_average": f"{_P}.scorers:JUDGED_AVERAGE",
         "average": f"{_P}.scorers:AVERAGE",
     },
+    responder_kinds=("detector", "llm", "constant"),
+    responders={"official": f"{_P}.respond:OfficialAnswers"},
     cli=f"{_P}.cli:app",
     report=f"{_P}.report:fakebench_section",
     exports={

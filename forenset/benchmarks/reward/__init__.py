@@ -41,6 +41,7 @@ FAMILY = Family(
         "both_bad": f"{_A}:BOTH_BAD",
         "win_rate": f"{_A}:WIN_RATE",
     },
+    responder_kinds=("detector", "llm", "file", "constant"),
     cli=f"{_P}.cli:app",
     report=f"{_P}.report:reward_section",
     exports={"reward-hf": f"{_P}.exports:export_reward_hf"},
