@@ -48,7 +48,9 @@ class Family:
     ``(store, con) -> str`` returning the family's HTML section ("" when it has nothing).
     ``responder_kinds``: the shared responder kinds its model lists accept
     (``forenset.benchmarks.common.responders``); ``responders``: kinds of its own -> responder
-    class. ``exports``: format -> exporter. ``importers``: table -> the command that writes it.
+    class. ``exports``: sample formats of ``forenset export`` and ``export.formats`` -> exporter
+    ``(store, samples, out, seed=...) -> summary``; ``store_exports``: formats that read the
+    run's tables themselves -> exporter ``(store, out, detector) -> summary``. ``importers``: table -> the command that writes it.
     ``tables``: tables no stage writes -> their Arrow schema (``forenset query`` types them
     before the first import). ``store_commands``: its commands that only read and write the
     run store (the CLI ends them with ``os._exit``: ``forenset.cli.FAST_EXIT``)."""
@@ -64,12 +66,21 @@ class Family:
     cli: str | None = None
     report: str | None = None
     exports: Mapping[str, str] = field(default_factory=dict)
+    store_exports: Mapping[str, str] = field(default_factory=dict)
     importers: Mapping[str, str] = field(default_factory=dict)
     tables: Mapping[str, str] = field(default_factory=dict)
     store_commands: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for f in ("stages", "metrics", "responders", "exports", "importers", "tables"):
+        for f in (
+            "stages",
+            "metrics",
+            "responders",
+            "exports",
+            "store_exports",
+            "importers",
+            "tables",
+        ):
             object.__setattr__(self, f, _frozen(getattr(self, f)))
 
 
@@ -149,8 +160,3 @@ def stage_targets() -> dict[str, str]:
 def table_targets() -> dict[str, str]:
     """The tables that families declare and no stage writes: table -> "module:SCHEMA"."""
     return {n: t for f in families() for n, t in f.tables.items()}
-
-
-def export_targets() -> dict[str, str]:
-    """Every family's export formats: format -> "module:function"."""
-    return {n: t for f in families() for n, t in f.exports.items()}

@@ -251,10 +251,8 @@ PENDING = {
     "forenset/benchmarks/common/scorers/judged.py",
     "forenset/benchmarks/common/scorers/similarity.py",
     "forenset/benchmarks/common/training.py",
-    "forenset/exports/api.py",
     "forenset/exports/cli.py",
     "forenset/exports/labelstudio_api.py",
-    "forenset/exports/settings.py",
     "forenset/funnel.py",
 }
 

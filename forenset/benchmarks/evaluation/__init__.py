@@ -26,7 +26,6 @@ FAMILY = Family(
     responder_kinds=("detector", "llm", "file"),
     cli=f"{_P}.cli:app",
     report=f"{_P}.report:evaluation_section",
-    exports={"gold": f"{_P}.gold:export_gold"},
     importers={"gold_references": "import-gold"},
     tables={"gold_references": f"{_P}.schemas.gold_references:SCHEMA"},
     store_commands=("import-gold", "export-gold"),

@@ -32,9 +32,5 @@ FAMILY = Family(
     responders={"official": f"{_P}.respond:OfficialAnswers"},
     cli=f"{_P}.cli:app",
     report=f"{_P}.report:fakebench_section",
-    exports={
-        "fakebench": f"{_P}.exports:export_fakebench",
-        "fakebench-bench": f"{_P}.bench_export:export_fakebench_bench",
-        "fakebench-official": f"{_P}.official_export:export_official",
-    },
+    exports={"fakebench": f"{_P}.exports:export_fakebench"},
 )

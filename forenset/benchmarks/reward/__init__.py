@@ -44,5 +44,4 @@ FAMILY = Family(
     responder_kinds=("detector", "llm", "file", "constant"),
     cli=f"{_P}.cli:app",
     report=f"{_P}.report:reward_section",
-    exports={"reward-hf": f"{_P}.exports:export_reward_hf"},
 )

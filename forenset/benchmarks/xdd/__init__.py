@@ -7,5 +7,5 @@ FAMILY = Family(
     name="xdd",
     title="XDD challenge",
     cli="forenset.benchmarks.xdd.cli:app",
-    exports={"xdd": "forenset.benchmarks.xdd.export:export_xdd"},
+    store_exports={"xdd": "forenset.benchmarks.xdd.export:export_xdd"},
 )
