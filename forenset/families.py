@@ -51,6 +51,8 @@ class Family:
     class. ``exports``: sample formats of ``forenset export`` and ``export.formats`` -> exporter
     ``(store, samples, out, seed=...) -> summary``; ``store_exports``: formats that read the
     run's tables themselves -> exporter ``(store, out, detector) -> summary``. ``importers``: table -> the command that writes it.
+    ``predictions``: file suffix -> converter ``(bytes) -> JSONL text`` (ValueError when
+    malformed), so its own submission files are ``kind: file`` predictions.
     ``tables``: tables no stage writes -> their Arrow schema (``forenset query`` types them
     before the first import). ``store_commands``: its commands that only read and write the
     run store (the CLI ends them with ``os._exit``: ``forenset.cli.FAST_EXIT``)."""
@@ -68,6 +70,7 @@ class Family:
     exports: Mapping[str, str] = field(default_factory=dict)
     store_exports: Mapping[str, str] = field(default_factory=dict)
     importers: Mapping[str, str] = field(default_factory=dict)
+    predictions: Mapping[str, str] = field(default_factory=dict)
     tables: Mapping[str, str] = field(default_factory=dict)
     store_commands: tuple[str, ...] = ()
 

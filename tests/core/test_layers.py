@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.benchmarks.*.scorers",
         "forenset.benchmarks.*.config",  # a family's config model (its build-config section)
         "forenset.benchmarks.fakebench.official",  # the official release's format
+        "forenset.benchmarks.fakebench.judged",  # FakeBench's judged C/P/R (its stage reads it)
     ),
     (
         "forenset.tasks",

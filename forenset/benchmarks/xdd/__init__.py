@@ -7,5 +7,6 @@ FAMILY = Family(
     name="xdd",
     title="XDD challenge",
     cli="forenset.benchmarks.xdd.cli:app",
+    predictions={".zip": "forenset.benchmarks.xdd.format:as_predictions"},
     store_exports={"xdd": "forenset.benchmarks.xdd.export:export_xdd"},
 )
