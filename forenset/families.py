@@ -32,7 +32,7 @@ class FamilyError(ForensetError, RuntimeError):
     """A family registration is inconsistent (not a Family, a clashing name or stage)."""
 
 
-def _frozen(m: Mapping[str, str]) -> Mapping[str, str]:
+def _frozen(m: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(m))
 
 
@@ -53,6 +53,7 @@ class Family:
     run's tables themselves -> exporter ``(store, out, detector) -> summary``. ``importers``: table -> the command that writes it.
     ``predictions``: file suffix -> converter ``(bytes) -> JSONL text`` (ValueError when
     malformed), so its own submission files are ``kind: file`` predictions.
+    ``labelstudio``: its Label Studio projects (key -> :class:`AnnotationProject`).
     ``tables``: tables no stage writes -> their Arrow schema (``forenset query`` types them
     before the first import). ``store_commands``: its commands that only read and write the
     run store (the CLI ends them with ``os._exit``: ``forenset.cli.FAST_EXIT``)."""
@@ -71,6 +72,7 @@ class Family:
     store_exports: Mapping[str, str] = field(default_factory=dict)
     importers: Mapping[str, str] = field(default_factory=dict)
     predictions: Mapping[str, str] = field(default_factory=dict)
+    labelstudio: Mapping[str, AnnotationProject] = field(default_factory=dict)
     tables: Mapping[str, str] = field(default_factory=dict)
     store_commands: tuple[str, ...] = ()
 
@@ -85,6 +87,22 @@ class Family:
             "tables",
         ):
             object.__setattr__(self, f, _frozen(getattr(self, f)))
+
+
+@dataclass(frozen=True)
+class AnnotationProject:
+    """A Label Studio project of a family (``Family.labelstudio``): ``labelstudio-setup``
+    creates it from the task files that ``command`` writes into ``folder``, and
+    ``labelstudio-pull`` downloads its export and prints ``then`` (``{latest}``: the export's
+    path, ``{run}``: the run) — what reads it back."""
+
+    title: str
+    xml: str  # "module:attribute" of the labelling config
+    task_files: tuple[str, ...]
+    folder: str  # an export folder under <run>/exports (``default_out``), then a subfolder
+    command: str  # the command that writes the task files (``RUN``: the run)
+    then: str
+    subfolder: str = ""
 
 
 def load_target(target: str) -> Any:
@@ -163,3 +181,8 @@ def stage_targets() -> dict[str, str]:
 def table_targets() -> dict[str, str]:
     """The tables that families declare and no stage writes: table -> "module:SCHEMA"."""
     return {n: t for f in families() for n, t in f.tables.items()}
+
+
+def annotation_projects() -> dict[str, AnnotationProject]:
+    """Every family's Label Studio projects, by key."""
+    return {k: p for f in families() for k, p in f.labelstudio.items()}

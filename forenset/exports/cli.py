@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from forenset.exports.labelstudio_api import CORE_PROJECT, project_names
 from forenset.exports.settings import formats, store_formats
 
 # status/query/export on s3:// (forenset.store.storage.use_endpoint)
@@ -171,23 +172,33 @@ def labelstudio_setup_cmd(
     ),
     projects: Annotated[
         str,
-        typer.Option(help="Comma list of safeimg (triage + regions), fakeclue, gold."),
-    ] = "safeimg",
-    fakeclue_dir: Annotated[
-        Path | None, typer.Option(help="FakeClue task folder (fakebench-export --labelstudio).")
+        typer.Option(
+            help=f"Comma list of {', '.join(project_names())} ({CORE_PROJECT}: the triage + region pair)."
+        ),
+    ] = CORE_PROJECT,
+    project_dir: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--project-dir",
+            help="PROJECT=FOLDER: a family project's task folder (default: its export command's).",
+        ),
     ] = None,
-    gold_dir: Annotated[Path | None, typer.Option(help="Gold task folder (export-gold).")] = None,
     document_root: Annotated[
         Path | None,
         typer.Option(help="LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT (default: common folder)."),
     ] = None,
 ) -> None:
-    """Create the projects (default: SafeIMG triage and regions), each with a Local Files
+    """Create the projects (default: the triage and region pair), each with a Local Files
     storage, and import their tasks."""
     from forenset.exports.labelstudio_api import LabelStudioError, setup_projects
 
     store = built_store(run_dir)
-    dirs = {k: v for k, v in (("fakeclue", fakeclue_dir), ("gold", gold_dir)) if v is not None}
+    dirs = {}
+    for item in project_dir or []:
+        key, sep, folder = item.partition("=")
+        if not sep or not folder:
+            echo_fail(f"--project-dir takes PROJECT=FOLDER (got {item!r})")
+        dirs[key.strip()] = Path(folder)
     try:
         state = setup_projects(
             store,
@@ -219,7 +230,7 @@ def labelstudio_pull_cmd(
     ),
 ) -> None:
     """Import the triage and regions into RUN_DIR and push region tasks of new `ann` samples;
-    download the FakeClue / gold exports and print the command that reads each."""
+    download the families' project exports and print the command that reads each."""
     from forenset.exports.labelstudio import AnnotationImportError
     from forenset.exports.labelstudio_api import LabelStudioError, pull_annotations
 

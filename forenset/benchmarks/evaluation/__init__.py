@@ -1,7 +1,7 @@
 """The XPlainVerse evaluation (Table 5): sampled evaluation sets, detections by the models
 under evaluation, their scores, and the gold references a human writes."""
 
-from forenset.families import Family
+from forenset.families import AnnotationProject, Family
 
 _P = "forenset.benchmarks.evaluation"
 
@@ -28,5 +28,15 @@ FAMILY = Family(
     report=f"{_P}.report:evaluation_section",
     importers={"gold_references": "import-gold"},
     tables={"gold_references": f"{_P}.schemas.gold_references:SCHEMA"},
+    labelstudio={
+        "gold": AnnotationProject(
+            title="forenset gold",
+            xml=f"{_P}.gold:GOLD_XML",
+            task_files=("gold_overlap_tasks.json", "gold_tasks.json"),
+            folder="labelstudio-gold",
+            command="export-gold RUN",
+            then="forenset import-gold {run} {latest}",
+        )
+    },
     store_commands=("import-gold", "export-gold"),
 )

@@ -1,7 +1,7 @@
 """FakeBench (Li et al.): FakeClass / FakeClue / FakeQA items, the answers of the models under
 evaluation (also read from the official release's answer files: ``official``) and their scores."""
 
-from forenset.families import Family
+from forenset.families import AnnotationProject, Family
 
 _P = "forenset.benchmarks.fakebench"
 
@@ -30,6 +30,18 @@ FAMILY = Family(
     },
     responder_kinds=("detector", "llm", "constant"),
     responders={"official": f"{_P}.respond:OfficialAnswers"},
+    labelstudio={
+        "fakeclue": AnnotationProject(
+            title="forenset FakeClue",
+            xml=f"{_P}.bench_export:CLUE_XML",
+            task_files=("fakeclue_tasks.json",),
+            folder="fakebench-bench",
+            subfolder="labelstudio",
+            command="fakebench-export RUN --labelstudio",
+            then="set `fakebench: {{clue_edits: {latest}}}` in the build config, then "
+            "`forenset build CONFIG`",
+        )
+    },
     cli=f"{_P}.cli:app",
     report=f"{_P}.report:fakebench_section",
     exports={"fakebench": f"{_P}.exports:export_fakebench"},
