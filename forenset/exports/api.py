@@ -19,9 +19,10 @@ from forenset.exports.data import (
     train_subset,
     write_atomic,
 )
+from forenset.exports.formats import formats
 from forenset.exports.hf import export_hf
 from forenset.exports.labelstudio import export_labelstudio
-from forenset.exports.settings import ExportSettings, formats, parse_eval_subset
+from forenset.exports.settings import ExportSettings, parse_eval_subset
 from forenset.exports.sft import export_sft, has_both_tracks
 from forenset.families import families, load_target
 from forenset.store.run_store import RunStore

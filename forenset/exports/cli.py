@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from forenset.exports.labelstudio_api import CORE_PROJECT, project_names
-from forenset.exports.settings import formats, store_formats
+from forenset.exports.formats import CORE_PROJECT, formats, project_names, store_formats
 
 # status/query/export on s3:// (forenset.store.storage.use_endpoint)
 ENDPOINT_HELP = (

@@ -124,7 +124,7 @@ def _extra_formats(
     """The formats named in ``export.formats`` (hf, sft, labelstudio and the families')."""
     from forenset.exports.api import run_export
     from forenset.exports.data import load_samples
-    from forenset.exports.settings import formats
+    from forenset.exports.formats import formats
 
     wanted = [f for f in settings.formats if f in formats()]
     if not wanted or not store.is_local:

@@ -25,6 +25,7 @@ import httpx
 
 from forenset.errors import ForensetError
 from forenset.exports.data import write_atomic
+from forenset.exports.formats import CORE_PROJECT, project_names
 from forenset.exports.labelstudio import (
     BBOX_XML,
     TRIAGE_XML,
@@ -35,15 +36,6 @@ from forenset.families import AnnotationProject, annotation_projects, load_targe
 from forenset.store.run_store import RunStore
 
 STATE_FILE = "labelstudio_projects.json"
-# The triage + region pair of the built dataset keeps the key it has always had (state files
-# and ``--projects`` name it); the families add theirs (``Family.labelstudio``).
-CORE_PROJECT = "safeimg"
-
-
-def project_names() -> tuple[str, ...]:
-    return (CORE_PROJECT, *annotation_projects())
-
-
 LOCAL_FILES = "?d="  # the query of a Local Files image URL, before the path under the root
 
 

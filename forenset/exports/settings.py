@@ -4,22 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from forenset.families import families
-
-# "parquet" is the build's plain per-split Parquet (forenset/exports/dataset.py); the rest are
-# ours, and each benchmark family adds its own (``Family.exports``: ``formats()``).
-CORE_FORMATS: tuple[str, ...] = ("hf", "sft", "labelstudio")
-
-
-def formats() -> tuple[str, ...]:
-    """The sample formats of ``forenset export`` and ``export.formats``: ours, then the
-    families' (``Family.exports``)."""
-    return (*CORE_FORMATS, *(n for f in families() for n in f.exports))
-
-
-def store_formats() -> tuple[str, ...]:
-    """The formats that read the run's tables themselves (``Family.store_exports``)."""
-    return tuple(n for f in families() for n in f.store_exports)
+from forenset.exports.formats import formats
 
 
 class ExportSettings(BaseModel):

@@ -255,7 +255,7 @@ PENDING: set[str] = set()
 # SafeIMG §2.5 protocol; state files and ``--projects`` name it): it is core's, not the family's.
 KEPT_NAMES = {
     ("forenset/benchmarks/common/training.py", '"detections"'),
-    ("forenset/exports/labelstudio_api.py", 'CORE_PROJECT = "safeimg"'),
+    ("forenset/exports/formats.py", 'CORE_PROJECT = "safeimg"'),
 }
 
 
