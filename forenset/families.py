@@ -84,6 +84,8 @@ class Family:
             "exports",
             "store_exports",
             "importers",
+            "predictions",
+            "labelstudio",
             "tables",
         ):
             object.__setattr__(self, f, _frozen(getattr(self, f)))

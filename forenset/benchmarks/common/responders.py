@@ -2,13 +2,14 @@
 
 A responder answers questions about images: the offline forensic detector (``detector``), a
 model pool (``llm``), a predictions or written-answers file (``file``, the human baseline
-included), a constant reference (``constant``) or FakeBench's official answer files
-(``official``). The evaluation family's ``detectors``, the reward family's ``policies`` and
-FakeBench's ``models`` are lists of responders, so a kind is configured, validated and run the
-same way in every family (``forenset.benchmarks.common.respond`` runs them).
+included) or a constant reference (``constant``). A family's model lists (detectors, policies,
+models) are lists of responders, so a kind is configured, validated and run the same way in
+every family (``forenset.benchmarks.common.respond`` runs them). Which shared kinds a family's
+lists accept is its ``Family.responder_kinds``; a kind of its own (a benchmark's answer-file
+format) is in its ``Family.responders``.
 
-Why a registry: a kind is looked up by name, built-ins first, then the ``forenset.responders``
-entry-point group (as image backends in ``forenset.backends.image.factory``), so a plugin
+Why a registry: a kind is looked up by name, built-ins first, then the families' own kinds,
+then the ``forenset.responders`` entry-point group (as image backends in ``forenset.backends.image.factory``), so a plugin
 package adds a model under evaluation by being installed::
 
     [project.entry-points."forenset.responders"]
