@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from forenset.families import families, load_target
+
 # status/query/export on s3:// (forenset.store.storage.use_endpoint)
 ENDPOINT_HELP = (
     "S3-compatible endpoint of an s3:// run directory (default: AWS_ENDPOINT_URL or "
@@ -654,21 +656,17 @@ def query(
             console.print(f"({len(rows)} rows, {limit} shown; use --limit or --format csv)")
 
 
-# The benchmark families' sub-apps, mounted at top level (their commands import their code lazily).
-FAMILY_APPS = (
-    "forenset.benchmarks.evaluation.cli",
-    "forenset.benchmarks.reward.cli",
-    "forenset.benchmarks.fakebench.cli",
-    "forenset.benchmarks.safeimg.cli",
-    "forenset.benchmarks.xdd.cli",
-)
+_MOUNTED: set[str] = set()
 
 
 def _mount_families() -> None:
-    import importlib
-
-    for module in FAMILY_APPS:
-        app.add_typer(importlib.import_module(module).app)
+    """Each registered benchmark family's Typer app (``Family.cli``), mounted at top level (its
+    commands import their code lazily); again in ``main``, so a family installed after this
+    module was imported is mounted too, once."""
+    for fam in families():
+        if fam.cli and fam.name not in _MOUNTED:
+            app.add_typer(load_target(fam.cli))
+            _MOUNTED.add(fam.name)
 
 
 _mount_families()
@@ -686,13 +684,27 @@ def _mount_subapps() -> None:
     app.add_typer(exports_app)  # export, import-annotations, report at top level
 
 
-CORE_COMMANDS = {"build", "status", "query", "split", "eval", "reward"}
+def _own_commands() -> set[str]:
+    """The commands that need no sub-app mounted by ``_mount_subapps``: the main app's and the
+    families' (those mounted without a group name)."""
+    from typer.main import get_command_name
+
+    infos = [*app.registered_commands]
+    for group in app.registered_groups:
+        # mounted without a name (typer keeps a placeholder): its commands are top level
+        if not isinstance(group.name, str) and group.typer_instance is not None:
+            infos += group.typer_instance.registered_commands
+    return {
+        i.name or get_command_name(i.callback.__name__) for i in infos if i.callback is not None
+    }
 
 
 # Commands that only read and write the run store (no Prefect server, no build): they end with
 # os._exit after flushing, so pyarrow's and DuckDB's threads cannot abort the interpreter's exit
 # (``terminate called without an active exception``, exit 134; apache/arrow#34314).
-FAST_EXIT = {"import-gold", "import-annotations", "export-gold", "status", "query"}
+# The families add theirs (``Family.store_commands``).
+FAST_EXIT = {"import-annotations", "status", "query"}
+FAST_EXIT |= {c for f in families() for c in f.store_commands}
 
 
 def _exit_now(code: object) -> NoReturn:
@@ -713,7 +725,8 @@ def _exit_now(code: object) -> NoReturn:
 
 def main() -> None:
     # the sub-apps import the perturbation catalogue and exporters (~0.5 s): only when needed
-    if len(sys.argv) < 2 or sys.argv[1] not in CORE_COMMANDS:
+    _mount_families()
+    if len(sys.argv) < 2 or sys.argv[1] not in _own_commands():
         _mount_subapps()
     from forenset.store.storage import StorageError
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from forenset.families import families as registered_families
 from forenset.store.run_store import RunStore, ShardInfo
 
 SPLITS = ("train", "validation", "test")
@@ -176,8 +177,13 @@ def holdout_counts(
     cfg = build_config(store)  # min_n; the families too for footers written before they were
     found = sorted({k[0] for k in _prefixed(shards, "holdout")})
     families = found or list((cfg.get("splits") or {}).get("holdout_families") or [])
-    ev = cfg.get("evaluation") or {}
-    min_n = int((ev.get("intervals") or {}).get("min_n") or DEFAULT_MIN_N)
+    # the first family section (in the families' order) that sets intervals.min_n
+    set_n = [
+        ((cfg.get(f.config_section) or {}).get("intervals") or {}).get("min_n")
+        for f in registered_families()
+        if f.config_section
+    ]
+    min_n = int(next((n for n in set_n if n), DEFAULT_MIN_N))
     n = _prefixed(shards, "n")
     ood = sum(c for (s, p, _), c in n.items() if s == "test" and p == "ood")
     photos = sum(c for (s, p, _), c in n.items() if s == "test" and p == "real")

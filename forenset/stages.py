@@ -3,7 +3,8 @@
 Everything that needs to know which stages exist (the scheduler, the config, the store's views,
 exports, the report, the CLI) asks this module. It names each stage's class by import path and
 loads it on demand, so readers that only need table names (``forenset query``) import no stage
-code. Third-party packages add stages through the ``forenset.stages`` entry-point group
+code. The benchmark families' stages come from their ``Family`` (``forenset.families``), after
+the construction stages. Third-party packages add stages through the ``forenset.stages`` entry-point group
 (``name = "package.module:StageClass"``), as simonw/llm's plugins add models; a plugin stage
 is placed after the stages it reads.
 """
@@ -14,6 +15,7 @@ import importlib
 from functools import cache
 from typing import Any
 
+from forenset import families
 from forenset.errors import ForensetError
 from forenset.plugins import entry_points_by_name
 
@@ -23,7 +25,8 @@ Stage = Any
 
 ENTRY_POINT_GROUP = "forenset.stages"
 
-# Built-in stages in topological order (every stage after the stages it reads).
+# The construction stages in topological order (every stage after the stages it reads). The
+# benchmark families' stages follow them (``forenset.families``: each family lists its own).
 BUILTIN: dict[str, str] = {
     "sources": "forenset.tasks.sources:Sources",
     "captions": "forenset.tasks.captions:Captions",
@@ -37,24 +40,11 @@ BUILTIN: dict[str, str] = {
     "splits": "forenset.tasks.splits:Splits",
     "perturbations": "forenset.tasks.perturb:Perturbations",
     "explanations": "forenset.tasks.explain:Explanations",
-    # benchmarks (opt-in from config)
-    "eval_sets": "forenset.benchmarks.evaluation.stages.eval_sets:EvalSets",
-    "detections": "forenset.benchmarks.evaluation.stages.detections:Detections",
-    "eval_scores": "forenset.benchmarks.evaluation.stages.eval_scores:EvalScores",
-    "reward_images": "forenset.benchmarks.reward.stages.reward_images:RewardImages",
-    "reward_responses": "forenset.benchmarks.reward.stages.reward_responses:RewardResponses",
-    "reward_triplets": "forenset.benchmarks.reward.stages.reward_triplets:RewardTriplets",
-    "reward_judgments": "forenset.benchmarks.reward.stages.reward_judgments:RewardJudgments",
-    "reward_labels": "forenset.benchmarks.reward.stages.reward_labels:RewardLabels",
-    "reward_scores": "forenset.benchmarks.reward.stages.reward_scores:RewardScores",
-    "fakebench_items": "forenset.benchmarks.fakebench.stages.fakebench_items:FakeBenchItems",
-    "fakebench_answers": "forenset.benchmarks.fakebench.stages.fakebench_answers:FakeBenchAnswers",
-    "fakebench_scores": "forenset.benchmarks.fakebench.stages.fakebench_scores:FakeBenchScores",
 }
 
-# Tables that no stage writes (``forenset import-annotations`` writes ``annotations``,
-# ``forenset import-gold`` writes ``gold_references``).
-NON_STAGE_TABLES: tuple[str, ...] = ("annotations", "gold_references")
+# Tables that no stage writes (``forenset import-annotations`` writes ``annotations``); the
+# families add theirs (``Family.tables``: ``non_stage_tables``).
+NON_STAGE_TABLES: tuple[str, ...] = ("annotations",)
 
 
 class RegistryError(ForensetError, RuntimeError):
@@ -65,32 +55,42 @@ def _plugins() -> dict[str, str]:
     """``forenset.stages`` entry points of installed distributions: name -> "module:Class"
     (scanned once per ``sys.path``: ``forenset.plugins``)."""
     found: dict[str, str] = {}
+    taken = {**BUILTIN, **families.stage_targets()}
     for name, eps in entry_points_by_name(ENTRY_POINT_GROUP).items():
         for ep in eps:
-            if name in BUILTIN:
+            if name in taken:
                 raise RegistryError(f"plugin stage '{name}' ({ep.value}) clashes with a built-in")
             found[name] = ep.value
     return found
 
 
+def _family_stages() -> dict[str, str]:
+    fam = families.stage_targets()
+    clash = sorted(set(fam) & set(BUILTIN))
+    if clash:
+        raise RegistryError(f"family stage(s) {', '.join(clash)} clash with construction stages")
+    return fam
+
+
 def targets() -> dict[str, str]:
-    """Every registered stage (built-ins, then plugins): name -> "module:Class"."""
-    return {**BUILTIN, **_plugins()}
+    """Every registered stage (construction, then the families', then plugins):
+    name -> "module:Class"."""
+    return {**BUILTIN, **_family_stages(), **_plugins()}
 
 
 def stage_names() -> list[str]:
-    """Stage names in topological order, without importing stage code when no plugin is
-    installed (plugins need their classes loaded to be placed)."""
+    """Stage names in topological order, without importing stage code when only built-ins are
+    registered (a plugin stage or family needs its classes loaded to be placed)."""
     t = targets()
-    if len(t) == len(BUILTIN):
-        return list(BUILTIN)
+    if not _plugins() and not families.plugin_names():
+        return list(t)
     return [c.name for c in stage_classes()]
 
 
 def is_benchmark_stage(name: str) -> bool:
-    """Whether ``name`` belongs to a benchmark family (opt-in from config), by its import path:
-    no stage code is imported."""
-    return targets().get(name, "").startswith("forenset.benchmarks.")
+    """Whether ``name`` belongs to a benchmark family (opt-in from config): no stage code is
+    imported."""
+    return name in _family_stages()
 
 
 def fold_idle(
@@ -112,9 +112,14 @@ def fold_idle(
     return [n for n in names if n not in idle], lines
 
 
+def non_stage_tables() -> list[str]:
+    """The tables no stage writes: the annotations, then those the families declare."""
+    return [*NON_STAGE_TABLES, *families.table_targets()]
+
+
 def table_names() -> list[str]:
     """Every table a run can hold: the stages in DAG order, then the non-stage tables."""
-    return [*stage_names(), *NON_STAGE_TABLES]
+    return [*stage_names(), *non_stage_tables()]
 
 
 def load_target(target: str) -> type:

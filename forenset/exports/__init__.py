@@ -1,1 +1,2 @@
-"""Dataset exports (HF Parquet + card, SFT JSONL, FakeBench QA, Label Studio) read from the run store."""
+"""Dataset exports (HF Parquet + card, SFT JSONL, Label Studio, the benchmark families' formats)
+read from the run store."""

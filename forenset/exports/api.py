@@ -9,7 +9,6 @@ from typing import Any
 
 import yaml
 
-from forenset.benchmarks.fakebench.exports import export_fakebench
 from forenset.exports.data import (
     balanced,
     default_out,
@@ -20,10 +19,12 @@ from forenset.exports.data import (
     train_subset,
     write_atomic,
 )
+from forenset.exports.formats import formats
 from forenset.exports.hf import export_hf
 from forenset.exports.labelstudio import export_labelstudio
-from forenset.exports.settings import FORMATS, ExportSettings, parse_eval_subset
+from forenset.exports.settings import ExportSettings, parse_eval_subset
 from forenset.exports.sft import export_sft, has_both_tracks
+from forenset.families import families, load_target
 from forenset.store.run_store import RunStore
 
 
@@ -76,13 +77,14 @@ def run_export(
     samples: list[dict[str, Any]] | None = None,
     partial: str | None = None,
 ) -> dict[str, Any]:
-    """Export the run in ``fmt`` (hf | sft | fakebench | labelstudio) to ``out``; returns a summary.
+    """Export the run in ``fmt`` (hf | sft | labelstudio | a family's: ``Family.exports``) to
+    ``out``; returns a summary.
 
     ``samples`` lets a caller that exports several formats load the views once. ``partial``
     (why the build had failed shards) labels the export partial in export.json and the card.
     """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if fmt not in formats():
+        raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(formats())})")
     st = settings or ExportSettings()
     seed = st.seed if st.seed is not None else build_seed(store)
     out = Path(out) if out else default_out(store, fmt)
@@ -108,10 +110,11 @@ def run_export(
             )
         elif fmt == "sft":
             res = export_sft(store, rows, out)
-        elif fmt == "fakebench":
-            res = export_fakebench(store, rows, out, seed=seed)
-        else:
+        elif fmt == "labelstudio":
             res = export_labelstudio(store, rows, out, image_url_prefix=st.image_url_prefix)
+        else:  # a family's format: exporter(store, samples, out, seed=...)
+            target = next(f.exports[fmt] for f in families() if fmt in f.exports)
+            res = load_target(target)(store, rows, out, seed=seed)
         res["path"] = str(final)
         res["samples"] = len(rows)
         res["missing_images"] = missing

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from forenset.exports.formats import CORE_PROJECT, formats, project_names, store_formats
+
 # status/query/export on s3:// (forenset.store.storage.use_endpoint)
 ENDPOINT_HELP = (
     "S3-compatible endpoint of an s3:// run directory (default: AWS_ENDPOINT_URL or "
@@ -43,7 +45,7 @@ def built_store(run_dir: str):
 def export_cmd(
     run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
     format: Annotated[
-        str, typer.Option("--format", "-f", help="hf | sft | fakebench | labelstudio | xdd")
+        str, typer.Option("--format", "-f", help=" | ".join((*formats(), *store_formats())))
     ],
     out: Annotated[
         Path | None, typer.Option("--out", help="Export folder (default: <run>/exports/<format>).")
@@ -67,7 +69,11 @@ def export_cmd(
     ] = None,
     detector: Annotated[
         str | None,
-        typer.Option("--detector", help="xdd: the detector whose submission zip is written."),
+        typer.Option(
+            "--detector",
+            help="Formats that read the run's tables (" + ", ".join(store_formats()) + "): "
+            "the detector whose answers are written.",
+        ),
     ] = None,
     endpoint_url: Annotated[str | None, typer.Option("--endpoint-url", help=ENDPOINT_HELP)] = None,
 ) -> None:
@@ -77,19 +83,22 @@ def export_cmd(
     from forenset.store.storage import use_endpoint
 
     use_endpoint(endpoint_url)
-    if format == "xdd":  # the XPlainVerse challenge's reference + submission zip(s)
-        from forenset.benchmarks.xdd.export import export_xdd
+    if format in store_formats():  # a family's format over the run's tables (Family.store_exports)
         from forenset.exports.data import default_out
+        from forenset.families import families, load_target
 
+        target = next(f.store_exports[format] for f in families() if format in f.store_exports)
         store = built_store(run_dir)
         try:
-            res = export_xdd(store, Path(out) if out else default_out(store, "xdd"), detector)
+            res = load_target(target)(
+                store, Path(out) if out else default_out(store, format), detector
+            )
         except ValueError as e:
             echo_fail(str(e))
         typer.echo(json.dumps(res))
         return
     if detector is not None:
-        echo_fail("--detector applies to --format xdd only")
+        echo_fail(f"--detector applies to --format {' | '.join(store_formats())} only")
 
     from forenset.exports.api import run_export
     from forenset.exports.settings import ExportSettings
@@ -162,23 +171,33 @@ def labelstudio_setup_cmd(
     ),
     projects: Annotated[
         str,
-        typer.Option(help="Comma list of safeimg (triage + regions), fakeclue, gold."),
-    ] = "safeimg",
-    fakeclue_dir: Annotated[
-        Path | None, typer.Option(help="FakeClue task folder (fakebench-export --labelstudio).")
+        typer.Option(
+            help=f"Comma list of {', '.join(project_names())} ({CORE_PROJECT}: the triage + region pair)."
+        ),
+    ] = CORE_PROJECT,
+    project_dir: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--project-dir",
+            help="PROJECT=FOLDER: a family project's task folder (default: its export command's).",
+        ),
     ] = None,
-    gold_dir: Annotated[Path | None, typer.Option(help="Gold task folder (export-gold).")] = None,
     document_root: Annotated[
         Path | None,
         typer.Option(help="LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT (default: common folder)."),
     ] = None,
 ) -> None:
-    """Create the projects (default: SafeIMG triage and regions), each with a Local Files
+    """Create the projects (default: the triage and region pair), each with a Local Files
     storage, and import their tasks."""
     from forenset.exports.labelstudio_api import LabelStudioError, setup_projects
 
     store = built_store(run_dir)
-    dirs = {k: v for k, v in (("fakeclue", fakeclue_dir), ("gold", gold_dir)) if v is not None}
+    dirs = {}
+    for item in project_dir or []:
+        key, sep, folder = item.partition("=")
+        if not sep or not folder:
+            echo_fail(f"--project-dir takes PROJECT=FOLDER (got {item!r})")
+        dirs[key.strip()] = Path(folder)
     try:
         state = setup_projects(
             store,
@@ -210,7 +229,7 @@ def labelstudio_pull_cmd(
     ),
 ) -> None:
     """Import the triage and regions into RUN_DIR and push region tasks of new `ann` samples;
-    download the FakeClue / gold exports and print the command that reads each."""
+    download the families' project exports and print the command that reads each."""
     from forenset.exports.labelstudio import AnnotationImportError
     from forenset.exports.labelstudio_api import LabelStudioError, pull_annotations
 

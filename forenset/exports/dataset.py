@@ -121,12 +121,12 @@ def export_dataset(
 def _extra_formats(
     store: RunStore, settings: ExportSettings, partial: str | None = None
 ) -> dict[str, Any]:
-    """The formats of forenset.exports named in ``export.formats`` (hf, sft, fakebench, labelstudio)."""
+    """The formats named in ``export.formats`` (hf, sft, labelstudio and the families')."""
     from forenset.exports.api import run_export
     from forenset.exports.data import load_samples
-    from forenset.exports.settings import FORMATS
+    from forenset.exports.formats import formats
 
-    wanted = [f for f in settings.formats if f in FORMATS]
+    wanted = [f for f in settings.formats if f in formats()]
     if not wanted or not store.is_local:
         return {}
     samples = load_samples(store)

@@ -5,10 +5,9 @@ The region project receives a sample's task only once its triage says ``ann`` (S
 ``labelstudio-pull`` imports the triage, pushes the newly ``ann`` samples, then imports the
 regions. Project ids and the pushed samples live in ``<export>/labelstudio_projects.json``.
 
-Opt-in (``projects``), the same commands create and pull the FakeClue golden-clue editing
-project (``fakebench-export --labelstudio``) and the XPlainVerse gold-explanation project
-(``export-gold``). Their exports are only downloaded (``fakebench.clue_edits`` and
-``forenset import-gold`` read them). One Label Studio serves one document root, so when several
+Opt-in (``projects``), the same commands create and pull the benchmark families' projects
+(``Family.labelstudio``: a golden-clue editing task, gold explanations). Their exports are only
+downloaded; each project says what reads them back. One Label Studio serves one document root, so when several
 export folders are in play their image URLs are rebased onto a common root.
 Tested against fake transports here and against a real Label Studio by
 ``bench/labelstudio_roundtrip.sh``.
@@ -26,16 +25,17 @@ import httpx
 
 from forenset.errors import ForensetError
 from forenset.exports.data import write_atomic
+from forenset.exports.formats import CORE_PROJECT, project_names
 from forenset.exports.labelstudio import (
     BBOX_XML,
     TRIAGE_XML,
     AnnotationImportError,
     import_annotations,
 )
+from forenset.families import AnnotationProject, annotation_projects, load_target
 from forenset.store.run_store import RunStore
 
 STATE_FILE = "labelstudio_projects.json"
-PROJECTS = ("safeimg", "fakeclue", "gold")
 LOCAL_FILES = "?d="  # the query of a Local Files image URL, before the path under the root
 
 
@@ -146,12 +146,12 @@ def _rebase(tasks: list[dict[str, Any]], rel: str) -> list[dict[str, Any]]:
 
 
 def extra_dirs(store: RunStore) -> dict[str, Path]:
-    """Default export folders of the FakeClue and gold tasks (the export commands' defaults)."""
+    """Default task folders of the families' projects (their export commands' defaults)."""
     from forenset.exports.data import default_out
 
     return {
-        "fakeclue": Path(default_out(store, "fakebench-bench")) / "labelstudio",
-        "gold": Path(default_out(store, "labelstudio-gold")),
+        k: Path(default_out(store, p.folder)) / p.subfolder
+        for k, p in annotation_projects().items()
     }
 
 
@@ -162,20 +162,21 @@ def setup_projects(
     token: str,
     *,
     client: httpx.Client | None = None,
-    projects: tuple[str, ...] = ("safeimg",),
+    projects: tuple[str, ...] = (CORE_PROJECT,),
     dirs: dict[str, Path] | None = None,
     document_root: Path | None = None,
 ) -> dict[str, Any]:
     """Create the requested projects, each with a Local Files storage on its export folder's
     ``images``, and import their tasks. ``safeimg`` is the triage and region pair (region tasks
-    only for samples already triaged ``ann``); ``fakeclue`` and ``gold`` one project each.
+    only for samples already triaged ``ann``); a family's project is one project each.
     The state merges into ``<export_dir>/labelstudio_projects.json``, so a later call can add a
     project without recreating the others (and keeps the document root recorded there)."""
-    bad = sorted(set(projects) - set(PROJECTS))
+    known = project_names()
+    bad = sorted(set(projects) - set(known))
     if bad or not projects:
-        raise LabelStudioError(f"unknown projects {bad or '(none)'}; choose from {PROJECTS}")
+        raise LabelStudioError(f"unknown projects {bad or '(none)'}; choose from {known}")
     export_dir = Path(export_dir).resolve()
-    folders = {**extra_dirs(store), **(dirs or {}), "safeimg": export_dir}
+    folders = {**extra_dirs(store), **(dirs or {}), CORE_PROJECT: export_dir}
     folders = {p: Path(folders[p]).resolve() for p in projects}
     f = export_dir / STATE_FILE
     state: dict[str, Any] = json.loads(f.read_text()) if f.is_file() else {}
@@ -184,7 +185,7 @@ def setup_projects(
     if document_root is None:
         document_root = (
             export_dir
-            if projects == ("safeimg",)
+            if projects == (CORE_PROJECT,)
             else Path(os.path.commonpath(list(folders.values())))
         )
     root = Path(document_root).resolve()
@@ -193,18 +194,13 @@ def setup_projects(
             raise LabelStudioError(
                 f"the {p} export folder {d} is not under the document root {root}"
             )
-    if "safeimg" in projects:  # read every task file before creating anything
+    if CORE_PROJECT in projects:  # read every task file before creating anything
         triage = _tasks(export_dir, "triage_tasks.json")
-    tasks = {}
-    if "fakeclue" in projects:
-        tasks["fakeclue"] = _extra_tasks(folders["fakeclue"], ["fakeclue_tasks.json"])
-    if "gold" in projects:
-        tasks["gold"] = _extra_tasks(
-            folders["gold"], ["gold_overlap_tasks.json", "gold_tasks.json"]
-        )
+    extra = annotation_projects()
+    tasks = {k: _extra_tasks(folders[k], extra[k]) for k in projects if k in extra}
     ls = LabelStudio(url, token, client)
     state.update({"url": ls.url, "document_root": str(root)})
-    if "safeimg" in projects:
+    if CORE_PROJECT in projects:
         state["safeimg_rel"] = os.path.relpath(export_dir, root)
         for key, title, xml in (
             ("triage", "forenset triage", TRIAGE_XML),
@@ -218,7 +214,7 @@ def setup_projects(
         state["bbox_pushed"] = []
         state["bbox_tasks"] = _push_ann(ls, store, export_dir, state)
     for key, items in tasks.items():
-        title, xml = EXTRA[key]
+        title, xml = extra[key].title, load_target(extra[key].xml)
         pid = ls.create_project(f"{title} ({store.root})"[:50], xml)
         ls.add_local_storage(pid, folders[key] / "images", f"{title} images")
         rel = os.path.relpath(folders[key], root)
@@ -232,30 +228,19 @@ def setup_projects(
     return state
 
 
-def _extra_tasks(folder: Path, names: list[str]) -> list[dict[str, Any]]:
-    cmd = "fakebench-export RUN --labelstudio" if "fakeclue" in names[0] else "export-gold RUN"
+def _extra_tasks(folder: Path, project: AnnotationProject) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for n in names:
+    for n in project.task_files:
         if not (folder / n).is_file():
-            raise LabelStudioError(f"{folder / n} is missing: run `forenset {cmd}`")
+            raise LabelStudioError(f"{folder / n} is missing: run `forenset {project.command}`")
         out += json.loads((folder / n).read_text())
     return out
-
-
-def _extra_xml() -> dict[str, tuple[str, str]]:
-    from forenset.benchmarks.evaluation.gold import GOLD_XML
-    from forenset.benchmarks.fakebench.bench_export import CLUE_XML
-
-    return {"fakeclue": ("forenset FakeClue", CLUE_XML), "gold": ("forenset gold", GOLD_XML)}
-
-
-EXTRA = _extra_xml()
 
 
 def _pull_extra(
     ls: LabelStudio, store: RunStore, key: str, info: dict[str, Any], stamp: str
 ) -> dict[str, Any]:
-    """Download one FakeClue / gold project's JSON export next to its tasks and say what reads it."""
+    """Download one family project's JSON export next to its tasks and say what reads it."""
     pulled = Path(info["dir"]) / "pulled"
     raw = ls.export(int(info["id"]))
     write_atomic(pulled / f"{key}-{stamp}.json", raw)
@@ -265,10 +250,7 @@ def _pull_extra(
     done = sum(
         1 for t in doc if any(not a.get("was_cancelled") for a in t.get("annotations") or [])
     )
-    if key == "fakeclue":
-        nxt = f"set `fakebench: {{clue_edits: {latest}}}` in the build config, then `forenset build CONFIG`"
-    else:
-        nxt = f"forenset import-gold {store.root} {latest}"
+    nxt = annotation_projects()[key].then.format(latest=latest, run=store.root)
     return {"path": str(latest), "tasks": len(doc), "annotated": done, "next": nxt}
 
 
@@ -277,7 +259,7 @@ def pull_annotations(
 ) -> dict[str, Any]:
     """Export every project set up (all tasks, so deleted ones show): import the triage and
     regions into the run and push region tasks for samples newly triaged ``ann``; download the
-    FakeClue and gold exports into their folders with the command that reads each."""
+    families' project exports into their folders with the command that reads each."""
     export_dir = Path(export_dir)
     f = export_dir / STATE_FILE
     if not f.is_file():
@@ -287,15 +269,15 @@ def pull_annotations(
     stamp = time.strftime("%Y%m%dT%H%M%S")
     out: dict[str, Any] = {}
     if "triage" in state:
-        out.update(_pull_safeimg(ls, store, export_dir, state, stamp))
-    for key in ("fakeclue", "gold"):
+        out.update(_pull_triage(ls, store, export_dir, state, stamp))
+    for key in annotation_projects():
         if key in state:
             out[key] = _pull_extra(ls, store, key, state[key], stamp)
     write_atomic(f, json.dumps(state, indent=1))
     return out
 
 
-def _pull_safeimg(
+def _pull_triage(
     ls: LabelStudio, store: RunStore, export_dir: Path, state: dict[str, Any], stamp: str
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}

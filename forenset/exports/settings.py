@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pydantic import BaseModel, ConfigDict, Field
-
-# "parquet" is the build's plain per-split Parquet (forenset/exports/dataset.py); the rest are ours.
-Format = Literal["parquet", "hf", "sft", "fakebench", "labelstudio"]
-FORMATS: tuple[str, ...] = ("hf", "sft", "fakebench", "labelstudio")
+from forenset.exports.formats import formats
 
 
 class ExportSettings(BaseModel):
@@ -16,7 +12,7 @@ class ExportSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
-    formats: list[Format] = ["parquet"]  # written at the end of a build (CLI: --format)
+    formats: list[str] = ["parquet"]  # written at the end of a build (CLI: --format)
     eval_subset: str | None = Field(
         None, pattern=r"^\d+:\d+$"
     )  # "N:M" = N fakes + M reals per split (all when fewer)
@@ -28,6 +24,15 @@ class ExportSettings(BaseModel):
     rows_per_file: int = Field(5000, ge=1)  # HF Parquet shard size
     include_perturbed: bool = True  # HF: a list column of perturbed variants
     image_url_prefix: str = "/data/local-files/?d="  # Label Studio: URL before "images/<file>"
+
+    @field_validator("formats")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        known = ("parquet", *formats())
+        bad = [f for f in v if f not in known]
+        if bad:
+            raise ValueError(f"unknown export format(s) {bad}; known: {', '.join(known)}")
+        return v
 
 
 def parse_eval_subset(spec: str | None) -> tuple[int, int] | None:

@@ -42,7 +42,7 @@ def png_data_uri(data: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode()
 
 
-def _fig_uri(fig: Any) -> str:
+def fig_uri(fig: Any) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -94,7 +94,7 @@ def bar_plot(
     xlabel: str = "",
     errors: Sequence[tuple[float, float] | None] | None = None,
 ) -> str:
-    return _fig_uri(bar_figure(labels, values, title, xlabel, errors))
+    return fig_uri(bar_figure(labels, values, title, xlabel, errors))
 
 
 def hist_plot(series: Mapping[str, Sequence[float]], title: str, xlabel: str) -> str:
@@ -111,7 +111,7 @@ def hist_plot(series: Mapping[str, Sequence[float]], title: str, xlabel: str) ->
     ax.set_xlabel(xlabel)
     if any(series.values()):
         ax.legend()
-    return _fig_uri(fig)
+    return fig_uri(fig)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -217,7 +217,7 @@ def funnel_plot(totals: Sequence[tuple[str, int]]) -> str:
         ax.text(v, i, f" {v}", va="center", fontsize=8)
     ax.set_title("funnel: rows kept at each step")
     ax.set_xlabel("rows")
-    return _fig_uri(fig)
+    return fig_uri(fig)
 
 
 def discard_section(con: Any, gates: Sequence[str] = ()) -> str:
@@ -412,103 +412,6 @@ def explanation_diversity_section(con: Any) -> str:
     return out
 
 
-def evaluation_section(store: RunStore, con: Any) -> str:
-    """Table 5 (XPlainVerse) and F1 ID vs OOD per detector and track; empty without
-    ``eval_scores`` (the evaluation is opt-in)."""
-    from forenset.benchmarks.evaluation.report import table5
-
-    if not store.manifest("eval_scores"):
-        return ""
-    t5 = table5(con)
-    if t5 is None:
-        return ""
-    out = (
-        "<h2>Evaluation (XPlainVerse Table 5: detection %, explanation scores; "
-        "value [95 % bootstrap interval])</h2>"
-    )
-    out += table(t5.headers, t5.rows)
-    if t5.models:
-        out += "<p>models: " + html.escape("; ".join(t5.models)) + "</p>"
-    notes = t5.notes()
-    if notes:
-        out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
-    from forenset.benchmarks.evaluation.report import per_class
-
-    pc = per_class(con)
-    if pc is not None:
-        out += (
-            "<h3>Per-class accuracy (%): reals and the fakes of each generator family, "
-            "[95 % bootstrap interval] (n)</h3>" + table(pc.headers, pc.rows)
-        )
-    labels, values, errors = f1_series(t5)
-    if values:
-        out += img_tag(
-            bar_plot(labels, values, "Detection F1 (%), ID vs OOD, 95 % interval", errors=errors),
-            "F1 ID vs OOD",
-        )
-    from forenset.benchmarks.evaluation.report import agreement_line, gold_agreement
-
-    ag = gold_agreement(store)
-    if ag is not None:
-        out += f"<p>{html.escape(agreement_line(ag))}</p>"
-    out += robustness_section(con)
-    return out
-
-
-def f1_series(t5: Any) -> tuple[list[str], list[float], list[tuple[float, float] | None]]:
-    """The F1 chart's bars (detector/track ID|OOD), values and stored 95 % intervals, in %;
-    only the meaningful values (``Table5.f1``)."""
-    labels: list[str] = []
-    values: list[float] = []
-    errors: list[tuple[float, float] | None] = []
-    for (det, track), (f1_id, f1_ood) in t5.f1.items():
-        for name, v in (("id", f1_id), ("ood", f1_ood)):
-            if v is not None:
-                labels.append(f"{det}/{track} {name.upper()}")
-                values.append(100 * v)
-                row = t5.table.cells.get((det, track, name), {}).get("f1") or {}
-                lo, hi = row.get("ci_low"), row.get("ci_high")
-                errors.append(None if lo is None or hi is None else (100 * lo, 100 * hi))
-    return labels, values, errors
-
-
-def robustness_section(con: Any) -> str:
-    """Accuracy per perturbation family and per propagation level (plots) and the table of
-    every robustness group; empty when only clean items were scored."""
-    from forenset.benchmarks.evaluation.report import grouped_bars, robustness
-
-    rb = robustness(con)
-    if rb is None:
-        return ""
-    out = "<h3>Robustness: accuracy per perturbation family and propagation level</h3>"
-    if rb.by_family:
-        fig = grouped_bars(rb.by_family, "Accuracy (%) per perturbation family", "family")
-        out += img_tag(_fig_uri(fig), "accuracy per perturbation family")
-    if rb.by_level:
-        fig = grouped_bars(rb.by_level, "Accuracy (%) per propagation level", "re-sharing rounds")
-        out += img_tag(_fig_uri(fig), "accuracy per propagation level")
-    return out + table(rb.headers, rb.rows)
-
-
-def reward_section(store: RunStore, con: Any) -> str:
-    """The reward benchmark's tables (XAIGID-RewardBench Tables 1-5); empty without
-    ``reward_scores`` (the reward family is opt-in)."""
-    from forenset.benchmarks.reward.report import reward_tables
-
-    if not store.manifest("reward_scores"):
-        return ""
-    got = reward_tables(con)
-    out = "<h2>Reward benchmark (XAIGID-RewardBench)</h2>"
-    for t in got.tables:
-        out += f"<h3>{html.escape(t.title)}</h3>" + table(t.headers, t.rows)
-    items = [*got.notes] + (
-        [f"tied triplets to resolve: {', '.join(got.ties)}"] if got.ties else []
-    )
-    if items:
-        out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in items) + "</ul>"
-    return out
-
-
 def _thumb(store: RunStore, blob: str | None, boxes: Sequence[Sequence[float]] = ()) -> str | None:
     """A PNG data URI of the blob (at most 256 px, boxes drawn), or None when it cannot be read."""
     from PIL import Image, ImageDraw, UnidentifiedImageError
@@ -571,40 +474,10 @@ def gallery_section(store: RunStore, samples: list[dict[str, Any]], n: int, seed
 # -- the report ------------------------------------------------------------------------------
 
 
-def fakebench_section(store: RunStore, con: Any) -> str:
-    """FakeBench's FakeClass / FakeClue / FakeQA tables; empty without ``fakebench_scores``."""
-    from forenset.benchmarks.fakebench.report import (
-        CLASS_HEADERS,
-        CLUE_HEADERS,
-        DASH,
-        TEXT_HEADERS,
-        fakebench_tables,
-    )
-
-    if not store.manifest("fakebench_scores"):
-        return ""
-    t = fakebench_tables(con)
-    if t is None:
-        return ""
-    out = "<h2>FakeBench</h2><h3>FakeClass: accuracy (%), §3.2 exact match [95% CI]</h3>"
-    out += table(CLASS_HEADERS, t.fakeclass)
-    out += "<h3>FakeClue (inference mode) against the golden clues [95% CI]</h3>"
-    out += table(CLUE_HEADERS, t.fakeclue)
-    out += "<h3>FakeQA (free mode), per image then over images [95% CI over images]</h3>"
-    out += table(TEXT_HEADERS, t.fakeqa)
-    if t.models:
-        out += "<p>models: " + html.escape("; ".join(t.models)) + "</p>"
-    notes = [f"{DASH} {h}: {why} ({', '.join(w)})" for (h, why), w in t.reasons.items()]
-    notes += t.caveats
-    if notes:
-        out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
-    return out
-
-
 def render_report(store: RunStore, gallery: int = 4) -> str:
     """The report as one HTML string (no external resources)."""
-    from forenset.benchmarks.safeimg.report import safeimg_section
     from forenset.exports.api import build_seed
+    from forenset.families import families, load_target
     from forenset.store.views import connect, gate_tables, table_names
 
     seed = build_seed(store)
@@ -620,10 +493,8 @@ def render_report(store: RunStore, gallery: int = 4) -> str:
         perturbation_section(con),
         explanation_section(con, seed),
         explanation_diversity_section(con),
-        evaluation_section(store, con),
-        safeimg_section(store),
-        reward_section(store, con),
-        fakebench_section(store, con),
+        # each benchmark family's section (``Family.report``), "" when it has nothing to show
+        *(load_target(f.report)(store, con) for f in families() if f.report),
         shared_stats_section(con),
         gallery_section(store, samples, gallery, seed),
     ]

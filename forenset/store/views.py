@@ -9,7 +9,8 @@ import pyarrow as pa
 from fsspec import AbstractFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
-from forenset.stages import NON_STAGE_TABLES
+from forenset.families import load_target, table_targets
+from forenset.stages import non_stage_tables
 from forenset.stages import table_names as registered_tables
 from forenset.store.run_store import RunStore
 
@@ -22,7 +23,7 @@ def table_names(store: RunStore) -> list[str]:
     stages = state.get("order") or store.stages_present()
     if not stages:
         return registered_tables()
-    return list(dict.fromkeys([*stages, *NON_STAGE_TABLES]))
+    return list(dict.fromkeys([*stages, *non_stage_tables()]))
 
 
 def gate_tables(store: RunStore) -> list[str]:
@@ -46,11 +47,13 @@ def _empty_schema(store: RunStore, name: str) -> pa.Schema:
         from forenset.schemas.annotations import SCHEMA
 
         return SCHEMA
-    if name == "gold_references":
-        from forenset.benchmarks.evaluation.schemas.gold_references import SCHEMA as GOLD
-
-        return GOLD
-    if name in NON_STAGE_TABLES:
+    declared = table_targets()  # a family's non-stage table (``Family.tables``)
+    if name in declared:
+        schema = load_target(declared[name])
+        if not isinstance(schema, pa.Schema):
+            raise TypeError(f"{declared[name]} is not an Arrow schema")
+        return schema
+    if name in non_stage_tables():
         return pa.schema([("id", pa.string())])
     from forenset.stages import stage_class
 

@@ -1,6 +1,7 @@
 """CONTRIBUTING's "Adding a metric" recipe, executed as written: the module block becomes a
 module of the evaluation family's scorers package (in a temporary folder on its package path)
-and the registry line is added to ``BUILTIN`` where the recipe puts it; the new metric must then
+and the line is added to the family's metrics where the recipe puts it (through the scoring
+registry's view of them, ``registry.BUILTIN``); the new metric must then
 be scored in the long table and shown by the pivot the CLI and report use."""
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ def recipe() -> dict[str, str]:
             out["reward_module"] = body
         elif "ItemMean(" in body:
             out["module"] = body
-        elif '"evaluation": {' in body:
+        elif "evaluation/__init__.py" in body:
             out["registry"] = body
-        elif '"reward": {' in body:
+        elif "reward/__init__.py" in body:
             out["reward_registry"] = body
     assert set(out) == {"module", "registry", "reward_module", "reward_registry"}, sorted(out)
     return out
@@ -82,8 +83,8 @@ def test_the_recipe_metric_reaches_the_stage_cli_and_report(words_metric, tmp_pa
     """Built by eval_scores (no stage change), printed by ``forenset eval`` and the report."""
     from typer.testing import CliRunner
 
+    from forenset.benchmarks.evaluation.report import evaluation_section
     from forenset.cli import app
-    from forenset.report.html import evaluation_section
     from forenset.store.views import connect
     from tests.stages.test_eval_scores import ITEMS, run_stage
 

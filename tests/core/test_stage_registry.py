@@ -16,12 +16,12 @@ from forenset.backends.image import factory
 from forenset.config import BuildConfig, ConfigError, validate_config
 from forenset.schemas.common import TRACE_NAMES
 from forenset.stages import (
-    BUILTIN,
     RegistryError,
     stage_class,
     stage_classes,
     stage_names,
     table_names,
+    targets,
     topological,
 )
 from forenset.store.run_store import RunStore
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_registry_is_in_true_topological_order_without_repeats():
     names = stage_names()
-    assert names == list(BUILTIN)  # no plugin installed in the test environment
+    assert names == list(targets())  # no plugin installed in the test environment
     assert len(table_names()) == len(set(table_names()))
     seen: set[str] = set()
     for cls in stage_classes():

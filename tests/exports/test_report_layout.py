@@ -194,8 +194,7 @@ def score(set_, kind, group, metric, value, n, lo, hi, caveat=None):
 
 
 def test_f1_chart_series_carry_the_stored_intervals():
-    from forenset.benchmarks.evaluation.report import table5
-    from forenset.report.html import f1_series
+    from forenset.benchmarks.evaluation.report import f1_series, table5
 
     con = eval_scores_con(
         [

@@ -10,15 +10,15 @@ import pytest
 import torch
 
 from forenset.backends.llm.types import LLMSettings
-from forenset.benchmarks.common.scorers.judged import (
+from forenset.benchmarks.common.scorers.similarity import NO_MODEL, SentenceSimilarityScorer
+from forenset.benchmarks.common.scorers.text_overlap import bleu, overlap_scores, rouge_l
+from forenset.benchmarks.fakebench.judged import (
     NO_JUDGE,
     CPRJudgment,
     JudgedPair,
     ModelCPRJudge,
     average_rounds,
 )
-from forenset.benchmarks.common.scorers.similarity import NO_MODEL, SentenceSimilarityScorer
-from forenset.benchmarks.common.scorers.text_overlap import bleu, overlap_scores, rouge_l
 
 HYP = "the cat sat on the mat"
 REF = "the cat is on the mat"

@@ -242,7 +242,7 @@ def test_file_detector_reports_every_bad_input_class_and_uses_the_good_lines(tmp
         f"id already predicted on an earlier line; the first line is used and this is not "
         f"({ids[1]!r} at line 3)",
         "mine/file-problem/unknown_id": "predictions file: 1 line of preds.jsonl names a sample "
-        "id in no evaluation set and is not used ('no-such-sample' at line 4)",
+        "id the stage did not ask about and is not used ('no-such-sample' at line 4)",
         "mine/file-problem/missing_fields": "predictions file: 1 line of preds.jsonl lacks "
         f"sample_id, answer or explanation and is not used ({ids[2]!r} at line 5)",
         "mine/file-problem/not_a_record": "predictions file: 1 line of preds.jsonl is not a "

@@ -417,8 +417,7 @@ def test_entity_evidence_by_a_model_evaluator(tmp_path, monkeypatch, broken):
 
 def test_report_shows_table5_and_the_f1_plot(tmp_path, models):
     """The HTML report's evaluation section holds the same cells as `forenset eval`."""
-    from forenset.benchmarks.evaluation.report import table5
-    from forenset.report.html import evaluation_section
+    from forenset.benchmarks.evaluation.report import evaluation_section, table5
     from forenset.store.views import connect
 
     store, *_ = run_stage(tmp_path, {"sle_model": models[1]})
@@ -469,7 +468,7 @@ def test_robustness_table_and_plot_series_by_hand(tmp_path):
 
 
 def test_cli_and_report_show_the_robustness_groups(tmp_path):
-    from forenset.report.html import evaluation_section
+    from forenset.benchmarks.evaluation.report import evaluation_section
     from forenset.store.views import connect
 
     store, *_ = run_stage(tmp_path, propagated=PROPAGATED, perturbed=PERTURBED)

@@ -1,5 +1,5 @@
-"""Predictions files of the user's own model (JSONL or CSV: ``sample_id, answer, explanation``),
-read by the detections stage and the reward family's ``file`` policies."""
+"""Predictions files of the user's own model (JSONL or CSV: ``sample_id, answer, explanation``, or
+a format a family converts: ``Family.predictions``), read by the ``file`` responders."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from forenset.errors import ConfigurationError, clip
+from forenset.families import families, load_target
 from forenset.tasks.base import writable
+
+
+def prediction_formats() -> dict[str, str]:
+    """File suffixes of the benchmarks' own prediction formats -> converter to JSONL text
+    (``Family.predictions``: a challenge's submission zip)."""
+    return {sfx: t for f in families() for sfx, t in f.predictions.items()}
 
 
 def file_digest(path: str) -> str:
@@ -86,12 +93,11 @@ def read_predictions(
         raise ConfigurationError(
             f"cannot read the predictions file {clip(path)}: {e.strerror or e}"
         ) from e
-    if p.suffix.lower() == ".zip":  # an XDD challenge submission (forenset.benchmarks.xdd)
-        from forenset.benchmarks.xdd.format import XddFormatError, as_predictions
-
+    converter = prediction_formats().get(p.suffix.lower())
+    if converter is not None:  # a benchmark's own file format (``Family.predictions``)
         try:
-            text = as_predictions(data)
-        except XddFormatError as e:
+            text = load_target(converter)(data)
+        except ValueError as e:
             raise ConfigurationError(f"predictions file {path}: {e}") from e
         is_csv = False
     else:
@@ -134,7 +140,7 @@ def read_predictions(
         "wrong_type": "{k} line{s} of {name} {have} a field of the wrong type (sample_id a "
         "string or integer; answer, explanation, simple_explanation strings) and {are} not "
         "used ({ex})",
-        "unknown_id": "{k} line{s} of {name} name{s_} a sample id in no evaluation set and "
+        "unknown_id": "{k} line{s} of {name} name{s_} a sample id the stage did not ask about and "
         "{are} not used ({ex})",
         "duplicate": "{k} line{s} of {name} repeat{s_} a sample id already predicted on an "
         "earlier line; the first line is used and {these} {are} not ({ex})",

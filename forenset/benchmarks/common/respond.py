@@ -31,7 +31,6 @@ from forenset.benchmarks.common.responders import (
     DetectorResponder,
     FileResponder,
     LLMResponder,
-    OfficialResponder,
     ResponderConfig,
 )
 from forenset.benchmarks.common.training import trained_detector
@@ -154,7 +153,9 @@ class Responder:
 
     kind: ClassVar[str]
     Config: ClassVar[type[ResponderConfig]]
-    families: ClassVar[tuple[str, ...]] = registry.FAMILIES
+    # the families it answers for; () = every family with model lists (a family's own kind
+    # answers its family: ``Family.responders``)
+    families: ClassVar[tuple[str, ...]] = ()
     trains: ClassVar[bool] = False  # reads the train split (the stage plans it as an input)
 
     def fingerprint(self, cfg: Any, templates: Sequence[str], prompts_dir: str | None) -> Any:
@@ -280,29 +281,6 @@ class FileAnswers(Responder):
                     trace=trace,
                 )
         return Answers(out, list(problems.items()), backend="file", model=name)
-
-
-class OfficialAnswers(Responder):
-    """FakeBench's official answer files: the release's reader writes the rows itself."""
-
-    kind = "official"
-    Config = OfficialResponder
-    families = ("fakebench",)
-
-    def fingerprint(self, cfg: Any, templates: Sequence[str], prompts_dir: str | None) -> Any:
-        from forenset.benchmarks.fakebench.official import ANSWER_FILES, files_digest
-
-        return {
-            **super().fingerprint(cfg, templates, prompts_dir),
-            "answers_sha256": files_digest(cfg.answers, list(ANSWER_FILES.values())),
-        }
-
-    def answer(
-        self, stage: Stage, cfg: Any, questions: list[Question], train: list[dict[str, Any]]
-    ) -> Answers:
-        from forenset.benchmarks.fakebench.official import answer_rows
-
-        return Answers(rows=answer_rows(cfg.name, cfg.answers, [q.item for q in questions]))
 
 
 def _no_check(parsed: Any) -> list[str]:

@@ -2,13 +2,14 @@
 
 A responder answers questions about images: the offline forensic detector (``detector``), a
 model pool (``llm``), a predictions or written-answers file (``file``, the human baseline
-included), a constant reference (``constant``) or FakeBench's official answer files
-(``official``). The evaluation family's ``detectors``, the reward family's ``policies`` and
-FakeBench's ``models`` are lists of responders, so a kind is configured, validated and run the
-same way in every family (``forenset.benchmarks.common.respond`` runs them).
+included) or a constant reference (``constant``). A family's model lists (detectors, policies,
+models) are lists of responders, so a kind is configured, validated and run the same way in
+every family (``forenset.benchmarks.common.respond`` runs them). Which shared kinds a family's
+lists accept is its ``Family.responder_kinds``; a kind of its own (a benchmark's answer-file
+format) is in its ``Family.responders``.
 
-Why a registry: a kind is looked up by name, built-ins first, then the ``forenset.responders``
-entry-point group (as image backends in ``forenset.backends.image.factory``), so a plugin
+Why a registry: a kind is looked up by name, built-ins first, then the families' own kinds,
+then the ``forenset.responders`` entry-point group (as image backends in ``forenset.backends.image.factory``), so a plugin
 package adds a model under evaluation by being installed::
 
     [project.entry-points."forenset.responders"]
@@ -19,13 +20,12 @@ model (a ``ResponderConfig`` with ``kind: Literal["mymodel"]``). :func:`register
 in process (tests, notebooks). The built-ins' config models live here and their code is
 imported by path, so validating a config never imports the responders' code.
 
-Old kind names stay valid: ``offline`` is ``detector`` and ``vlm`` is ``llm`` (the evaluation
-family's names); FakeBench's ``belief`` is the constant's ``answer``.
+Old kind names stay valid: ``offline`` is ``detector`` and ``vlm`` is ``llm`` (older names);
+``belief`` is the constant's ``answer``.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -39,11 +39,11 @@ from pydantic import (
 
 from forenset.backends.llm.types import LLMSettings
 from forenset.confbase import Strict
+from forenset.families import families, load_target
 from forenset.plugins import entry_points_by_name
 
 GROUP = "forenset.responders"
 NAME = r"^[A-Za-z0-9_.\-]+$"
-FAMILIES = ("evaluation", "reward", "fakebench")
 ALIASES = {"offline": "detector", "vlm": "llm"}  # old name -> canonical kind
 
 
@@ -99,33 +99,29 @@ class ConstantResponder(ResponderConfig):
         return self.answer
 
 
-class OfficialResponder(ResponderConfig):
-    """A model's replies in FakeBench's official answer files (``answers``: the folder with
-    ``test_FakeClass.json``, ``test_FakeClue.json``, ``test_FakeQA.json``)."""
-
-    kind: Literal["official"] = "official"
-    answers: str
-
-
-# The evaluation family's name for its config (the offline detector is its default kind).
+# The older name of the detector's config (the offline detector is a default kind).
 DetectorConfig = DetectorResponder
 
-# kind -> (config model, "module:Class" of the responder, families it answers for)
-BUILTIN: dict[str, tuple[type[ResponderConfig], str, tuple[str, ...]]] = {
-    "detector": (DetectorResponder, "forenset.benchmarks.common.respond:DetectorAnswers", FAMILIES),
-    "llm": (LLMResponder, "forenset.benchmarks.common.respond:LLMAnswers", FAMILIES),
-    "file": (FileResponder, "forenset.benchmarks.common.respond:FileAnswers", FAMILIES[:2]),
-    "constant": (
-        ConstantResponder,
-        "forenset.benchmarks.common.respond:ConstantAnswers",
-        ("reward", "fakebench"),
-    ),
-    "official": (
-        OfficialResponder,
-        "forenset.benchmarks.common.respond:OfficialAnswers",
-        ("fakebench",),
-    ),
+# kind -> (config model, "module:Class" of the responder); the families that accept a kind say
+# so (``Family.responder_kinds``)
+BUILTIN: dict[str, tuple[type[ResponderConfig], str]] = {
+    "detector": (DetectorResponder, "forenset.benchmarks.common.respond:DetectorAnswers"),
+    "llm": (LLMResponder, "forenset.benchmarks.common.respond:LLMAnswers"),
+    "file": (FileResponder, "forenset.benchmarks.common.respond:FileAnswers"),
+    "constant": (ConstantResponder, "forenset.benchmarks.common.respond:ConstantAnswers"),
 }
+
+
+def responder_families() -> tuple[str, ...]:
+    """The families with model lists (any ``Family.responder_kinds``): the ones a plugin
+    responder answers for unless it names its own (``Responder.families``)."""
+    return tuple(f.name for f in families() if f.responder_kinds)
+
+
+def family_kinds() -> dict[str, tuple[str, str]]:
+    """The families' own responder kinds: kind -> ("module:Class", family)."""
+    return {k: (t, f.name) for f in families() for k, t in f.responders.items()}
+
 
 _REGISTERED: dict[str, Any] = {}  # register(): kind -> responder class
 
@@ -134,7 +130,7 @@ def register(cls: Any) -> Any:
     """Register a responder class in process (its ``kind`` and ``Config``); usable as a
     decorator. A built-in kind cannot be replaced."""
     kind = getattr(cls, "kind", None)
-    if not isinstance(kind, str) or kind in BUILTIN or kind in ALIASES:
+    if not isinstance(kind, str) or kind in BUILTIN or kind in family_kinds() or kind in ALIASES:
         raise ValueError(f"responder kind {kind!r} is missing or taken by a built-in")
     _check_class(kind, cls)
     _REGISTERED[kind] = cls
@@ -146,9 +142,11 @@ def unregister(kind: str) -> None:
 
 
 def kinds() -> list[str]:
-    """Every responder kind: the built-ins, then plugins (entry points and :func:`register`)."""
-    plugins = sorted((set(entry_points_by_name(GROUP)) | set(_REGISTERED)) - set(BUILTIN))
-    return [*BUILTIN, *plugins]
+    """Every responder kind: the built-ins, the families' own, then plugins (entry points and
+    :func:`register`)."""
+    own = list(family_kinds())
+    plugins = sorted((set(entry_points_by_name(GROUP)) | set(_REGISTERED)) - {*BUILTIN, *own})
+    return [*BUILTIN, *own, *plugins]
 
 
 def canonical(kind: str) -> str:
@@ -163,17 +161,17 @@ def _check_class(kind: str, cls: Any) -> None:
         raise ValueError(f"responder {kind!r} ({cls!r}) has no answer() method")
 
 
-def _load(target: str) -> Any:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
 def responder_class(kind: str) -> Any:
     """The responder class of ``kind`` (imported on first use); ValueError (one sentence) for
     an unknown kind or a plugin that does not load."""
     kind = canonical(kind)
     if kind in BUILTIN:
-        return _load(BUILTIN[kind][1])
+        return load_target(BUILTIN[kind][1])
+    own = family_kinds()
+    if kind in own:  # before the entry points: older metadata may name an older path
+        cls = load_target(own[kind][0])
+        _check_class(kind, cls)
+        return cls
     if kind in _REGISTERED:
         return _REGISTERED[kind]
     eps = entry_points_by_name(GROUP).get(kind)
@@ -197,10 +195,14 @@ def config_class(kind: str) -> type[ResponderConfig]:
 
 
 def families_of(kind: str) -> tuple[str, ...]:
+    """The families whose model lists accept ``kind``."""
     kind = canonical(kind)
     if kind in BUILTIN:
-        return BUILTIN[kind][2]
-    return tuple(getattr(responder_class(kind), "families", FAMILIES))
+        return tuple(f.name for f in families() if kind in f.responder_kinds)
+    own = family_kinds()
+    if kind in own:
+        return (own[kind][1],)
+    return tuple(getattr(responder_class(kind), "families", ()) or responder_families())
 
 
 def _one_line(e: ValidationError) -> str:

@@ -8,11 +8,13 @@ A null metric is a dash with its reason; model-based metrics name the model that
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from forenset.benchmarks.common.scoring import DASH, Pivot, pivot, scorers
+from forenset.store.run_store import RunStore
 
 FAMILY = "evaluation"
 INDEX = ("detector", "track", "eval_set")
@@ -246,3 +248,80 @@ def agreement_line(ag: Any) -> str:
         + f"): EntityScore {f(ag.entity_score)}, EvidenceScore {f(ag.evidence_score)} "
         f"[{ag.model}]; paper: {PAPER['entity_score']:.2f} / {PAPER['evidence_score']:.2f}"
     )
+
+
+# -- the HTML report's section (Family.report) ---------------------------------------------
+
+
+def evaluation_section(store: RunStore, con: Any) -> str:
+    """Table 5 (XPlainVerse) and F1 ID vs OOD per detector and track; empty without
+    ``eval_scores`` (the evaluation is opt-in)."""
+    from forenset.report.html import bar_plot, img_tag, table
+
+    if not store.manifest("eval_scores"):
+        return ""
+    t5 = table5(con)
+    if t5 is None:
+        return ""
+    out = (
+        "<h2>Evaluation (XPlainVerse Table 5: detection %, explanation scores; "
+        "value [95 % bootstrap interval])</h2>"
+    )
+    out += table(t5.headers, t5.rows)
+    if t5.models:
+        out += "<p>models: " + html.escape("; ".join(t5.models)) + "</p>"
+    notes = t5.notes()
+    if notes:
+        out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
+    pc = per_class(con)
+    if pc is not None:
+        out += (
+            "<h3>Per-class accuracy (%): reals and the fakes of each generator family, "
+            "[95 % bootstrap interval] (n)</h3>" + table(pc.headers, pc.rows)
+        )
+    labels, values, errors = f1_series(t5)
+    if values:
+        out += img_tag(
+            bar_plot(labels, values, "Detection F1 (%), ID vs OOD, 95 % interval", errors=errors),
+            "F1 ID vs OOD",
+        )
+    ag = gold_agreement(store)
+    if ag is not None:
+        out += f"<p>{html.escape(agreement_line(ag))}</p>"
+    out += robustness_section(con)
+    return out
+
+
+def f1_series(t5: Any) -> tuple[list[str], list[float], list[tuple[float, float] | None]]:
+    """The F1 chart's bars (detector/track ID|OOD), values and stored 95 % intervals, in %;
+    only the meaningful values (``Table5.f1``)."""
+    labels: list[str] = []
+    values: list[float] = []
+    errors: list[tuple[float, float] | None] = []
+    for (det, track), (f1_id, f1_ood) in t5.f1.items():
+        for name, v in (("id", f1_id), ("ood", f1_ood)):
+            if v is not None:
+                labels.append(f"{det}/{track} {name.upper()}")
+                values.append(100 * v)
+                row = t5.table.cells.get((det, track, name), {}).get("f1") or {}
+                lo, hi = row.get("ci_low"), row.get("ci_high")
+                errors.append(None if lo is None or hi is None else (100 * lo, 100 * hi))
+    return labels, values, errors
+
+
+def robustness_section(con: Any) -> str:
+    """Accuracy per perturbation family and per propagation level (plots) and the table of
+    every robustness group; empty when only clean items were scored."""
+    from forenset.report.html import fig_uri, img_tag, table
+
+    rb = robustness(con)
+    if rb is None:
+        return ""
+    out = "<h3>Robustness: accuracy per perturbation family and propagation level</h3>"
+    if rb.by_family:
+        fig = grouped_bars(rb.by_family, "Accuracy (%) per perturbation family", "family")
+        out += img_tag(fig_uri(fig), "accuracy per perturbation family")
+    if rb.by_level:
+        fig = grouped_bars(rb.by_level, "Accuracy (%) per propagation level", "re-sharing rounds")
+        out += img_tag(fig_uri(fig), "accuracy per propagation level")
+    return out + table(rb.headers, rb.rows)

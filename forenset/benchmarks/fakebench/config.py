@@ -38,6 +38,15 @@ class OfficialRelease(Strict):
 # in the official release's answer files: ``answers``, the folder with ``test_FakeClass.json``,
 # ``test_FakeClue.json``, ``test_FakeQA.json``, so any model run with the release's scripts is
 # scored here) or a plugin's kind.
+class OfficialResponder(ResponderConfig):
+    """A model's replies in FakeBench's official answer files (``answers``: the folder with
+    ``test_FakeClass.json``, ``test_FakeClue.json``, ``test_FakeQA.json``); FakeBench's own
+    responder kind (``Family.responders``)."""
+
+    kind: Literal["official"] = "official"
+    answers: str
+
+
 if TYPE_CHECKING:
     FakeBenchModel = ResponderConfig
 else:

@@ -12,11 +12,13 @@ the caveat is listed under the tables.
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from forenset.benchmarks.common.scoring import metric_names, scorers
+from forenset.store.run_store import RunStore
 
 DASH = "\u2014"
 CLASS_HEADERS = ("model", "n", "Acc", "Acc real", "Acc fake", "Acc yes/no", "Acc what")
@@ -143,4 +145,31 @@ def fakebench_tables(con: Any) -> FakeBenchTables | None:
                 out.models.append(f"BLEU/ROUGE-L: {r['model']}")
                 break
     out.models = sorted(set(out.models))
+    return out
+
+
+# -- the HTML report's section (Family.report) ---------------------------------------------
+
+
+def fakebench_section(store: RunStore, con: Any) -> str:
+    """FakeBench's FakeClass / FakeClue / FakeQA tables; empty without ``fakebench_scores``."""
+    from forenset.report.html import table
+
+    if not store.manifest("fakebench_scores"):
+        return ""
+    t = fakebench_tables(con)
+    if t is None:
+        return ""
+    out = "<h2>FakeBench</h2><h3>FakeClass: accuracy (%), §3.2 exact match [95% CI]</h3>"
+    out += table(CLASS_HEADERS, t.fakeclass)
+    out += "<h3>FakeClue (inference mode) against the golden clues [95% CI]</h3>"
+    out += table(CLUE_HEADERS, t.fakeclue)
+    out += "<h3>FakeQA (free mode), per image then over images [95% CI over images]</h3>"
+    out += table(TEXT_HEADERS, t.fakeqa)
+    if t.models:
+        out += "<p>models: " + html.escape("; ".join(t.models)) + "</p>"
+    notes = [f"{DASH} {h}: {why} ({', '.join(w)})" for (h, why), w in t.reasons.items()]
+    notes += t.caveats
+    if notes:
+        out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
     return out

@@ -12,11 +12,13 @@ change to this module. Shared by the CLI (Rich tables) and the HTML report.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from forenset.benchmarks.common.scoring import Metric, Pivot, pivot, scorers
+from forenset.store.run_store import RunStore
 
 DASH = "\u2014"
 
@@ -123,4 +125,26 @@ def reward_tables(con: Any) -> RewardTables:
             "SELECT triplet_id FROM reward_labels WHERE status = 'ok' AND tied AND label IS NULL ORDER BY triplet_id",
         )
     ]
+    return out
+
+
+# -- the HTML report's section (Family.report) ---------------------------------------------
+
+
+def reward_section(store: RunStore, con: Any) -> str:
+    """The reward benchmark's tables (XAIGID-RewardBench Tables 1-5); empty without
+    ``reward_scores`` (the reward family is opt-in)."""
+    from forenset.report.html import table
+
+    if not store.manifest("reward_scores"):
+        return ""
+    got = reward_tables(con)
+    out = "<h2>Reward benchmark (XAIGID-RewardBench)</h2>"
+    for t in got.tables:
+        out += f"<h3>{html.escape(t.title)}</h3>" + table(t.headers, t.rows)
+    items = [*got.notes] + (
+        [f"tied triplets to resolve: {', '.join(got.ties)}"] if got.ties else []
+    )
+    if items:
+        out += "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in items) + "</ul>"
     return out

@@ -18,7 +18,9 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def safeimg_section(store: RunStore) -> str:
+def safeimg_section(store: RunStore, con: Any = None) -> str:
+    """Tables 2-3 from the scores ``forenset safeimg`` wrote; "" before it ran (``con``: the
+    report's connection, unused: the scores are a JSON file)."""
     from forenset.benchmarks.safeimg.sets import OUT, pivots
 
     try:

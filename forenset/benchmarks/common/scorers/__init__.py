@@ -1,5 +1,5 @@
-"""Scorers of the benchmark stages: detection F1, EntityScore / EvidenceScore, BERTScore, SLE;
-FakeBench's BLEU-1/2, ROUGE-L, sentence similarity and judged Completeness/Preciseness/Relevance.
+"""Scorers the benchmark stages share: detection F1, EntityScore / EvidenceScore, BERTScore, SLE,
+BLEU-1/2, ROUGE-L and sentence similarity (a family's own scorers live in its package).
 
 Each returns :class:`~forenset.benchmarks.common.scorers.types.Score` values that name the model and
 backend that computed them, or null with the reason (no model configured, a failed call).
@@ -30,8 +30,6 @@ _WHERE = {
     "sle_normalise": "sle",
     "overlap_scores": "text_overlap",
     "SentenceSimilarityScorer": "similarity",
-    "ModelCPRJudge": "judged",
-    "average_rounds": "judged",
 }
 
 __all__ = sorted(_WHERE)

@@ -29,13 +29,14 @@ from forenset.benchmarks.common.scorers.types import Score, null_score
 
 METRIC = "similarity"
 BACKEND = "transformers"
-NO_MODEL = "no sentence-similarity model configured (fakebench.similarity_model)"
+NO_MODEL = "no sentence-similarity model configured"
 
 
 class SentenceSimilarityScorer(LocalModelScorer):
     """Cosine of mean-pooled sentence embeddings; ``model_path=None`` gives null scores."""
 
     what = "sentence similarity"
+    no_model = NO_MODEL  # the null scores' reason (a family names its config key)
 
     def _load_model(self, path: Path) -> Any:
         (AutoModel,) = transformers_names("AutoModel")
@@ -68,7 +69,7 @@ class SentenceSimilarityScorer(LocalModelScorer):
         if len(predictions) != len(references):
             raise ValueError("predictions and references differ in length")
         if self.path is None:
-            return [null_score(METRIC, NO_MODEL, backend=BACKEND) for _ in predictions]
+            return [null_score(METRIC, self.no_model, backend=BACKEND) for _ in predictions]
         live = [i for i, p in enumerate(predictions) if p.strip()]
         out = [Score(METRIC, 0.0, self.model_label, BACKEND, details={"empty": True})] * len(
             predictions

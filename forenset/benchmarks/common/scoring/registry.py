@@ -1,71 +1,51 @@
-"""The metrics of each benchmark family, in display order: one line per built-in metric.
+"""The metrics of each benchmark family, in display order: the lines of its ``Family.metrics``.
 
 A line maps the metric's name to ``"module:attribute"`` of its scorer (imported on first use, so
-listing names loads no model code). Adding a metric = its scorer module + one line here
-(CONTRIBUTING, "Adding a metric"); :func:`register` adds one at run time (a plugin, a test).
+listing names loads no model code). Adding a metric = its scorer module + one line in its
+family's registration (CONTRIBUTING, "Adding a metric"); :func:`register` adds one at run time
+(a plugin, a test).
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, MutableMapping
 from functools import cache
 
 from forenset.benchmarks.common.scoring.protocol import GroupStatistic, Metric, Scorer
 from forenset.errors import ForensetError
+from forenset.families import families as registered_families
 
-BUILTIN: dict[str, dict[str, str]] = {
-    "evaluation": {  # XPlainVerse Table 5, in the paper's order after the detection scores
-        "f1": "forenset.benchmarks.evaluation.scorers.table5:F1_SCORE",
-        "accuracy": "forenset.benchmarks.evaluation.scorers.table5:ACCURACY",
-        "entity_score": "forenset.benchmarks.evaluation.scorers.table5:ENTITY_SCORE",
-        "evidence_score": "forenset.benchmarks.evaluation.scorers.table5:EVIDENCE_SCORE",
-        "bertscore_f1": "forenset.benchmarks.evaluation.scorers.table5:BERTSCORE_F1",
-        "sle": "forenset.benchmarks.evaluation.scorers.table5:SLE",
-    },
-    "fakebench": {  # FakeBench Tables 4-8: FakeClass accuracy, then Tables 5-7's columns
-        "accuracy": "forenset.benchmarks.fakebench.scorers:ACCURACY",
-        "bleu1": "forenset.benchmarks.fakebench.scorers:BLEU1",
-        "bleu2": "forenset.benchmarks.fakebench.scorers:BLEU2",
-        "rouge_l": "forenset.benchmarks.fakebench.scorers:ROUGE_L",
-        "similarity": "forenset.benchmarks.fakebench.scorers:SIMILARITY",
-        "auto_average": "forenset.benchmarks.fakebench.scorers:AUTO_AVERAGE",
-        "completeness": "forenset.benchmarks.fakebench.scorers:COMPLETENESS",
-        "preciseness": "forenset.benchmarks.fakebench.scorers:PRECISENESS",
-        "relevance": "forenset.benchmarks.fakebench.scorers:RELEVANCE",
-        "judged_average": "forenset.benchmarks.fakebench.scorers:JUDGED_AVERAGE",
-        "average": "forenset.benchmarks.fakebench.scorers:AVERAGE",
-    },
-    "reward": {  # XAIGID-RewardBench: Tables 1-2, Table 4, Fig. 3, agreement, Tables 3/5
-        "accuracy": "forenset.benchmarks.reward.scorers.tables:ACCURACY",
-        "acc4": "forenset.benchmarks.reward.scorers.tables:ACC4",
-        "acc2": "forenset.benchmarks.reward.scorers.tables:ACC2",
-        "share_First": "forenset.benchmarks.reward.scorers.tables:SHARE_FIRST",
-        "share_Second": "forenset.benchmarks.reward.scorers.tables:SHARE_SECOND",
-        "share_Tie": "forenset.benchmarks.reward.scorers.tables:SHARE_TIE",
-        "share_BothBad": "forenset.benchmarks.reward.scorers.tables:SHARE_BOTHBAD",
-        "position_bias": "forenset.benchmarks.reward.scorers.tables:POSITION_BIAS",
-        "swap_consistency": "forenset.benchmarks.reward.scorers.tables:SWAP_CONSISTENCY",
-        "agreement": "forenset.benchmarks.reward.scorers.tables:AGREEMENT",
-        "rank": "forenset.benchmarks.reward.scorers.arena:RANK",
-        "elo": "forenset.benchmarks.reward.scorers.arena:ELO",
-        "elo_std": "forenset.benchmarks.reward.scorers.arena:ELO_STD",
-        "bt": "forenset.benchmarks.reward.scorers.arena:BT",
-        "games": "forenset.benchmarks.reward.scorers.arena:GAMES",
-        "wins": "forenset.benchmarks.reward.scorers.arena:WINS",
-        "losses": "forenset.benchmarks.reward.scorers.arena:LOSSES",
-        "ties": "forenset.benchmarks.reward.scorers.arena:TIES",
-        "both_bad": "forenset.benchmarks.reward.scorers.arena:BOTH_BAD",
-        "win_rate": "forenset.benchmarks.reward.scorers.arena:WIN_RATE",
-    },
-    "safeimg": {  # SafeIMG Table 2 (eq. 12), real-image accuracy, Table 3, App. A (eq. 13)
-        "detection_rate": "forenset.benchmarks.safeimg.scorers:DETECTION_RATE",
-        "real_accuracy": "forenset.benchmarks.safeimg.scorers:REAL_ACCURACY",
-        "human_covered": "forenset.benchmarks.safeimg.scorers:HUMAN_COVERED",
-        "ai_supported": "forenset.benchmarks.safeimg.scorers:AI_SUPPORTED",
-        "hit_rate": "forenset.benchmarks.safeimg.scorers:HIT_RATE",
-        "delta": "forenset.benchmarks.safeimg.scorers:DELTA",
-    },
-}
+
+class _FamilyMetrics(MutableMapping[str, dict[str, str]]):
+    """Each family's metric lines, read from its ``Family.metrics`` (``forenset.families``) on
+    every lookup, so an installed family's metrics appear without a line here; an item set
+    here overrides a family's list in process (a test, a recipe being tried)."""
+
+    def __init__(self) -> None:
+        self._set: dict[str, dict[str, str]] = {}
+
+    def _all(self) -> dict[str, dict[str, str]]:
+        got = {f.name: dict(f.metrics) for f in registered_families() if f.metrics}
+        return {**got, **self._set}
+
+    def __getitem__(self, family: str) -> dict[str, str]:
+        return self._all()[family]
+
+    def __setitem__(self, family: str, metrics: dict[str, str]) -> None:
+        self._set[family] = metrics
+
+    def __delitem__(self, family: str) -> None:
+        del self._set[family]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+BUILTIN = _FamilyMetrics()
 _REGISTERED: dict[str, dict[str, Metric]] = {}
 
 

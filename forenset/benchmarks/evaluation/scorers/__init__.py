@@ -1,2 +1,2 @@
-"""The evaluation family's metrics (XPlainVerse Table 5), listed in
-:data:`forenset.benchmarks.common.scoring.registry.BUILTIN` under ``evaluation``."""
+"""The evaluation family's metrics (XPlainVerse Table 5), listed in its ``Family.metrics``
+(``forenset/benchmarks/evaluation/__init__.py``), which the scoring registry reads."""

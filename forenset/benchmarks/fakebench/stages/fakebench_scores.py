@@ -20,7 +20,7 @@ and metrics:
   BLEU-2, ROUGE-L (:mod:`forenset.benchmarks.common.scorers.text_overlap`), sentence similarity
   (:mod:`~forenset.benchmarks.common.scorers.similarity`, a local encoder: ``fakebench.similarity_model``)
   and judged Completeness / Preciseness / Relevance in {0, 1, 2}, each the mean of
-  ``judge_rounds`` rounds (five in the paper; :mod:`~forenset.benchmarks.common.scorers.judged`,
+  ``judge_rounds`` rounds (five in the paper; :mod:`~forenset.benchmarks.fakebench.judged`,
   ``fakebench.judge``). ``accuracy`` here is the verdict given after the reasoning (Table 8).
   Groups: ``mode`` = ``inference`` (reasoning) and ``fault_finding`` (interpretation, when
   ``clue_modes`` asks for it), scored apart, never pooled; ``verdict`` = ``inference``: items of
@@ -138,13 +138,14 @@ class FakeBenchScores(Stage[FakeBenchConfig]):
 
     # -- per-item model scores ----------------------------------------------------------------
     def similarity(self, items: list[dict[str, Any]]) -> list[Score]:
-        from forenset.benchmarks.common.scorers.similarity import SentenceSimilarityScorer
+        from forenset.benchmarks.common.scorers.similarity import NO_MODEL, SentenceSimilarityScorer
 
         scorer = SentenceSimilarityScorer(self.fcfg.similarity_model)
+        scorer.no_model = f"{NO_MODEL} (fakebench.similarity_model)"
         return scorer.score([i["response"] or "" for i in items], [i["answer"] for i in items])
 
     def judged(self, items: list[dict[str, Any]]) -> list[dict[str, Score]]:
-        from forenset.benchmarks.common.scorers.judged import NO_JUDGE, JudgedPair, ModelCPRJudge
+        from forenset.benchmarks.fakebench.judged import NO_JUDGE, JudgedPair, ModelCPRJudge
 
         if self.fcfg.judge is None:
             return [{m: null_score(m, NO_JUDGE) for m in JUDGED} for _ in items]
