@@ -692,7 +692,14 @@ CORE_COMMANDS = {"build", "status", "query", "split", "eval", "reward"}
 # Commands that only read and write the run store (no Prefect server, no build): they end with
 # os._exit after flushing, so pyarrow's and DuckDB's threads cannot abort the interpreter's exit
 # (``terminate called without an active exception``, exit 134; apache/arrow#34314).
-FAST_EXIT = {"import-gold", "import-annotations", "export-gold", "status", "query"}
+FAST_EXIT = {
+    "import-gold",
+    "xdd-import-gold",
+    "import-annotations",
+    "export-gold",
+    "status",
+    "query",
+}
 
 
 def _exit_now(code: object) -> NoReturn:
