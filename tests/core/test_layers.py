@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.benchmarks.*.scorers",
         "forenset.benchmarks.*.config",  # a family's config model (its build-config section)
         "forenset.benchmarks.fakebench.official",  # the official release's format
+        "forenset.benchmarks.reward.release",  # XAIGID-RewardBench's release format (read)
     ),
     (
         "forenset.tasks",

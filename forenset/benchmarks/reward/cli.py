@@ -134,7 +134,7 @@ def reward_export_release(
 ) -> None:
     """The run's reward build in XAIGID-RewardBench's release shape (model_outputs, triplets,
     annotations), readable by the release's own analysis scripts."""
-    from forenset.benchmarks.reward.release import export_release
+    from forenset.benchmarks.reward.exports import export_release
 
     store = open_run(run_dir)
     if not store.manifest("reward_triplets"):
