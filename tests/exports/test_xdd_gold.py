@@ -180,6 +180,16 @@ def test_import_refusals_are_one_sentence(built, tmp_path):
         zf.writestr("a", "b")
     res = CliRunner().invoke(app, ["xdd-import-gold", str(run), str(z)])
     assert res.exit_code == 2 and "Traceback" not in res.output
+    ref = tmp_path / "reference.jsonl"
+    ref.write_text('{"id": "x", "label": 1}\n')
+    res = CliRunner().invoke(app, ["import-gold", str(run), str(ref)])
+    assert res.exit_code == 2 and "forenset xdd-import-gold" in res.output
+    # a reference naming no sample of the run: every record an error row, counted
+    res = CliRunner().invoke(app, ["xdd-import-gold", str(run), str(ref)])
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.output)
+    assert info["counts"] == {"ok": 0, "error": 1}
+    assert info["problems"] == ["1 record's id names no sample of this run."]
 
 
 def test_gold_is_looked_up_by_track_and_truth():
