@@ -65,6 +65,7 @@ def Counter_of(rows):
 def _split(refs, sub, eval_set, tmp):
     """The reference and the submission restricted to one eval set (``<set>/`` ids), to score
     beside ``eval_scores``' ``all`` group of that set."""
+    tmp.mkdir(exist_ok=True)
     ids = {r["id"] for r in refs if r["id"].startswith(eval_set + "/")}
     ref = tmp / f"ref-{eval_set}.jsonl"
     ref.write_text(xf.dumps_jsonl(r for r in refs if r["id"] in ids), encoding="utf-8")
@@ -105,18 +106,36 @@ def test_a_reference_as_gold_and_a_zip_as_a_detector_score_as_xdd_score(built, t
     scored = sum(r["score_explanations"] for r in refs)
     assert info["counts"] == {"ok": len(refs) + scored, "error": 0} and not info["problems"]
     minilm = minilm_dir()
+    # a partial submission too: an id with no row at all, one with no label, one with no
+    # complex text, one with no simple text (the scorer counts each through its coverage)
+    sub = xf.read_submission(out / "forensic.zip", refs)
+    ids = sorted(r["id"] for r in refs if r["score_explanations"])
+    assert len(ids) >= 4
+    partial = tmp_path / "partial.zip"
+    partial.write_bytes(xf.submission_zip(
+        [{"id": i, "pred_label": v} for i, v in sorted(sub.detection.items()) if i not in ids[:2]],
+        [{"id": i, "complex_explanation": v} for i, v in sorted(sub.complex.items())
+         if i not in (ids[0], ids[2])],
+        [{"id": i, "simple_explanation": v} for i, v in sorted(sub.simple.items())
+         if i not in (ids[0], ids[3])],
+    ))  # fmt: skip
     data = cfg.model_dump(mode="json", exclude_unset=True)
     data["run_dir"] = str(run)
     ev = data.setdefault("evaluation", {})
-    ev["detectors"] = [{"name": "from-xdd", "kind": "file", "path": str(out / "forensic.zip")}]
+    ev["detectors"] = [{"name": "from-xdd", "kind": "file", "path": str(out / "forensic.zip")},
+                       {"name": "partial", "kind": "file", "path": str(partial)}]  # fmt: skip
     ev["scorers"] = {"references": "gold", "bertscore_model": str(minilm) if minilm else None}
     ev["intervals"] = {"resamples": 0}
-    st, _, _ = run_local(validate_config(data))
-    scores = [r for r in rows(st, "eval_scores")
-              if r["status"] == "ok" and r["detector"] == "from-xdd" and r["group_kind"] == "all"]  # fmt: skip
+    st, stats, _ = run_local(validate_config(data))
+    assert not any(s.failed for s in stats.values()), {
+        k: s.failures for k, s in stats.items() if s.failed
+    }
+    scored_rows = [r for r in rows(st, "eval_scores") if r["status"] == "ok"
+                   and r["group_kind"] == "all"]  # fmt: skip
+    scores = [r for r in scored_rows if r["detector"] == "from-xdd"]
     assert scores
     val = {(r["eval_set"], r["track"], r["metric"]): r for r in scores}
-    sub = xf.read_submission(out / "forensic.zip", refs)
+    assert not [r for r in rows(st, "detections") if r["status"] == "error"]
     program = None
     for eval_set in sorted({k[0] for k in val}):
         sref, szip, n = _split(refs, sub, eval_set, tmp_path)
@@ -160,6 +179,28 @@ def test_a_reference_as_gold_and_a_zip_as_a_detector_score_as_xdd_score(built, t
         for key in ("detection_accuracy", "detection_fake_f1", "complex_bert_f1",
                     "simple_bert_f1"):  # fmt: skip
             assert official[key] == pytest.approx(xdd[key]["value"], abs=1e-6), key
+    # the partial submission: accuracy and the explanation scores still agree (a missing row is
+    # a wrong answer and no text in both); F1 does not (the leaderboard multiplies the F1 of
+    # the predicted rows by coverage, eval_scores counts a missing answer in the confusion)
+    part = {(r["eval_set"], r["track"], r["metric"]): r for r in scored_rows
+            if r["detector"] == "partial"}  # fmt: skip
+    psub = xf.read_submission(partial, refs)
+    for eval_set in sorted({k[0] for k in part}):
+        sref, szip, n = _split(refs, psub, eval_set, tmp_path / "p")
+        dest = tmp_path / f"partial-{eval_set}"
+        args = ["xdd-score", str(sref), str(szip), "--resamples", "0", "--out", str(dest)]
+        res = CliRunner().invoke(app, args + (["--bertscore-model", str(minilm)] if minilm else []))
+        assert res.exit_code == 0, res.output
+        xdd = {r["key"]: r for r in json.loads((dest / "scores_detail.json").read_text())}
+        assert len([i for i in psub.detection if i.startswith(eval_set + "/")]) < n
+        for track in ("complex", "simple"):
+            acc = part[(eval_set, track, "accuracy")]
+            assert acc["value"] == pytest.approx(xdd["detection_accuracy"]["value"], abs=1e-12)
+            assert acc["n"] == n
+        if minilm is not None:
+            for track, key in (("complex", "complex_bert_f1"), ("simple", "simple_bert_f1")):
+                got = part[(eval_set, track, "bertscore_f1")]["value"]
+                assert got == pytest.approx(xdd[key]["value"], abs=1e-6), track
     res = CliRunner().invoke(app, ["eval", str(run)])
     assert res.exit_code == 0, res.output
     assert "from-xdd" in res.output

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from forenset.benchmarks.evaluation.gold import write_gold
-from forenset.benchmarks.xdd.format import XddFormatError
+from forenset.benchmarks.xdd.format import XddFormatError, sample_of
 from forenset.errors import InputRefused
 from forenset.paths import read_text_file
 from forenset.store.run_store import RunStore, ShardInfo
@@ -63,12 +63,6 @@ PROBLEMS: dict[str, tuple[str, str]] = {
 def problem_sentence(kind: str, n: int) -> str:
     one, many = PROBLEMS[kind]
     return f"{n} {one if n == 1 else many}."
-
-
-def sample_of(rid: str) -> str:
-    """The sample an id names: ``id/<sample>`` and ``ood/<sample>`` are forenset's eval ids."""
-    head, _, rest = rid.partition("/")
-    return rest if head in ("id", "ood") and rest else rid
 
 
 def _typed(r: dict[str, Any]) -> bool:
