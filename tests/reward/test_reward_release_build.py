@@ -104,6 +104,8 @@ def test_a_release_is_the_reward_input_and_scores_as_reward_release(tmp_path):
     assert any(k.startswith("elo/gpt4o/overall/human/") for k in scores)
     res = CliRunner().invoke(app, ["reward", str(run)])
     assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["reward", str(run), "--label-studio", str(tmp_path / "ls")])
+    assert res.exit_code == 2 and "have no images" in res.output, res.output
     # an edited release recomputes; the same one is a no-op
     _, again, _ = run_local(validate_config(release_config(run, root)))
     assert all(again[t].run == 0 for t in ("reward_responses", "reward_triplets",

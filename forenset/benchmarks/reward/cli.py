@@ -52,7 +52,10 @@ def reward(
         from forenset.benchmarks.reward.exports import export_reward_hf, label_studio_tasks
 
         if label_studio is not None:
-            done = label_studio_tasks(store, label_studio)
+            try:
+                done = label_studio_tasks(store, label_studio)
+            except ValueError as e:
+                fail(str(e))
             console.print(f"label studio: {done['tasks']} tasks in {label_studio}")
         if hf is not None:
             done = export_reward_hf(store, hf)

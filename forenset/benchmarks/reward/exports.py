@@ -87,6 +87,9 @@ def label_studio_tasks(
     """Write ``out/tasks.json`` (one task per triplet, presentation order), ``out/config.xml``
     and the images under ``out/images/``. Policy names stay out of the task data (App. B)."""
     trips = triplets(store)
+    if any(not t.get("blob") for t in trips):
+        raise ValueError("the run's triplets have no images (their responses come from a "
+                         "reward.release folder), and the Label Studio task shows the image")  # fmt: skip
     refs = write_images(store, [t["blob"] for t in trips], out)
     prompt = render("reward_policy", None)[1]
     tasks = [
