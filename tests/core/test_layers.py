@@ -47,6 +47,7 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.benchmarks.*.config",  # a family's config model (its build-config section)
         "forenset.benchmarks.fakebench.official",  # the official release's format
         "forenset.benchmarks.fakebench.judged",  # FakeBench's judged C/P/R (its stage reads it)
+        "forenset.benchmarks.reward.release",  # XAIGID-RewardBench's release format (read)
     ),
     (
         "forenset.tasks",

@@ -100,12 +100,15 @@ def read_predictions(
         except ValueError as e:
             raise ConfigurationError(f"predictions file {path}: {e}") from e
         is_csv = False
+        # the scorer allows a row without a label or an explanation (counted by its coverage)
+        required: tuple[str, ...] = ("sample_id",)
     else:
         text = data.decode("utf-8", "surrogateescape").lstrip("\ufeff")
         is_csv = p.suffix.lower() == ".csv" or (
             p.suffix.lower() not in (".jsonl", ".json", ".ndjson")
             and not text.lstrip().startswith("{")
         )
+        required = REQUIRED
     found: dict[str, list[tuple[int, str]]] = {}
     preds: dict[str, dict[str, Any]] = {}
     for n, rec, raw in _records(text, is_csv):
@@ -120,7 +123,7 @@ def read_predictions(
         if any(_has_surrogates(v) for v in (*rec.values(), *rec.keys())):
             found.setdefault("not_utf8", []).append((n, writable(sid)))
             continue
-        missing = [f for f in REQUIRED if rec.get(f) in (None, "")]
+        missing = [f for f in required if rec.get(f) in (None, "")]
         if missing:
             found.setdefault("missing_fields", []).append((n, sid))
             continue

@@ -275,8 +275,9 @@ class FileAnswers(Responder):
             else:
                 out[q.qid] = Answer(
                     reply=p["raw"],
-                    verdict=str(p["answer"]),
-                    explanation=str(p["explanation"]),
+                    # a submission zip's row may lack either (predictions.read_predictions)
+                    verdict=str(p.get("answer") or ""),
+                    explanation=str(p.get("explanation") or ""),
                     record=p,
                     trace=trace,
                 )

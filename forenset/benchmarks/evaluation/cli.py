@@ -149,6 +149,9 @@ def import_gold_(
 
     if not export_json.exists():
         fail(f"{export_json} does not exist")
+    if export_json.suffix.lower() == ".jsonl":  # Label Studio exports JSON, XDD references JSONL
+        fail(f"{export_json} is JSONL, not a Label Studio JSON export; an XDD challenge "
+             f"reference is imported with `forenset xdd-import-gold {run_dir} {export_json}`")  # fmt: skip
     store = open_run(run_dir)
     try:
         info, problems = import_gold(store, export_json, append=append)

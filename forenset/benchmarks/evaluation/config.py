@@ -75,7 +75,8 @@ class ScorersConfig(Strict):
     evaluator: LLMSettings | None = None
     bertscore_model: str | None = None
     sle_model: str | None = None
-    # "gold": fakes' complex track against the human gold references (gold_references table)
+    # "gold": each track against the imported gold references (gold_references table: Label
+    # Studio gold explains fakes' complex track; an XDD reference both tracks, reals included)
     references: Literal["dataset", "gold"] = "dataset"
 
 

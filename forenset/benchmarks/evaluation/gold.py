@@ -308,9 +308,17 @@ def import_gold(
             f"{path} holds no tasks; nothing was imported and earlier gold is kept"
         )
     rows = gold_rows(doc, fake_ids(store), fh)
+    return write_gold(store, rows, f"import-{fh}", fh, append=append), problems(rows)
+
+
+def write_gold(
+    store: RunStore, rows: list[dict[str, Any]], shard_id: str, fh: str, *, append: bool
+) -> ShardInfo:
+    """One imported file's rows as a ``gold_references`` shard (fingerprint: the file's content
+    hash, so the same file writes nothing new); ``append`` keeps the other shards. Shared by
+    every gold format so that the table has one writer."""
     table = pa.Table.from_pylist([{n: r.get(n) for n in SCHEMA.names} for r in rows], schema=SCHEMA)
     st = Counter(r["status"] for r in rows)
-    shard_id = f"import-{fh}"
     existing = store.shard_info(TABLE, shard_id, {})
     if existing is not None and existing.fingerprint == fh:
         info = existing
@@ -326,16 +334,16 @@ def import_gold(
     shards = [s for s in store.manifest(TABLE) if s.shard_id != shard_id] if append else []
     schema = base64.b64encode(SCHEMA.serialize().to_pybytes()).decode()
     store.write_manifest(TABLE, shards + [info], {"schema": schema})
-    return info, problems(rows)
+    return info
 
 
 def gold_texts(store: RunStore) -> dict[str, dict[str, str]]:
-    """The ok gold explanations: sample id -> annotator -> text (the first per annotator)."""
+    """The ok gold explanations of the complex track (the ones annotators wrote; an XDD
+    reference's simple text is another task): sample id -> annotator -> text (the first per
+    annotator)."""
     out: dict[str, dict[str, str]] = {}
     for info in store.manifest(TABLE):
-        for r in store.read_shard(
-            info, columns=["sample_id", "annotator", "text", "status"]
-        ).to_pylist():
-            if r["status"] == "ok":
+        for r in store.read_shard(info).to_pylist():
+            if r["status"] == "ok" and r.get("text") and r.get("kind") in (None, "complex"):
                 out.setdefault(r["sample_id"], {}).setdefault(r["annotator"] or "", r["text"])
     return out

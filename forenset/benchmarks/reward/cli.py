@@ -52,7 +52,10 @@ def reward(
         from forenset.benchmarks.reward.exports import export_reward_hf, label_studio_tasks
 
         if label_studio is not None:
-            done = label_studio_tasks(store, label_studio)
+            try:
+                done = label_studio_tasks(store, label_studio)
+            except ValueError as e:
+                fail(str(e))
             console.print(f"label studio: {done['tasks']} tasks in {label_studio}")
         if hf is not None:
             done = export_reward_hf(store, hf)
@@ -134,7 +137,7 @@ def reward_export_release(
 ) -> None:
     """The run's reward build in XAIGID-RewardBench's release shape (model_outputs, triplets,
     annotations), readable by the release's own analysis scripts."""
-    from forenset.benchmarks.reward.release import export_release
+    from forenset.benchmarks.reward.exports import export_release
 
     store = open_run(run_dir)
     if not store.manifest("reward_triplets"):

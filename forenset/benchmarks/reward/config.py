@@ -65,6 +65,17 @@ class LabelsConfig(Strict):
     simulate: SimulateConfig = SimulateConfig()
 
 
+class ReleaseConfig(Strict):
+    """A XAIGID-RewardBench release folder (its root or ``data/``) as the reward stages' input:
+    ``reward_responses``, ``reward_triplets`` and ``reward_labels`` come from its policy files
+    and annotation records instead of images, policies and annotators of the build
+    (``forenset.benchmarks.reward.release``). ``reward: {release: PATH}`` is short for
+    ``{path: PATH}``."""
+
+    path: str
+    annotations: str = Field("benchmark_annotations.json", pattern=r"^[^/\\]+\.json$")
+
+
 class RewardConfig(Strict):
     """The ``reward:`` section, shared by the reward stages. Off by default."""
 
@@ -84,6 +95,13 @@ class RewardConfig(Strict):
     elo_k: float = Field(K_DEFAULT, gt=0)
     elo_shuffles: int = Field(100, ge=0)
     intervals: IntervalsConfig = IntervalsConfig()  # bootstrap resamples, level, seed, min_n
+    # a release folder as the input of responses, triplets and labels (no images, no policies)
+    release: ReleaseConfig | None = None
+
+    @field_validator("release", mode="before")
+    @classmethod
+    def _release_path(cls, v: Any) -> Any:
+        return {"path": v} if isinstance(v, str) else v
 
     @field_validator("generators", "policies", "judges")
     @classmethod
@@ -98,6 +116,28 @@ class RewardConfig(Strict):
 
     @model_validator(mode="after")
     def _enough(self) -> RewardConfig:
+        if self.release is not None:
+            return self._with_release()
         if self.enabled and len(self.policies) < 2:
             raise ValueError("reward needs at least two policies to pair their responses")
+        return self
+
+    def _with_release(self) -> RewardConfig:
+        """A release brings its own responses and labels: what would make them here is refused
+        rather than silently ignored, and so is a judge that needs the images it lacks."""
+        own = sorted({"images", "image_size", "generators", "policies", "triplets_per_image"}
+                     & self.model_fields_set)  # fmt: skip
+        if own:
+            raise ValueError(f"reward.release replaces {', '.join(own)}: remove them (the "
+                             "release's policy files and annotation records are the input)")  # fmt: skip
+        if self.labels.path:
+            raise ValueError("reward.release brings its own labels (its annotation records): "
+                             "remove reward.labels.path")  # fmt: skip
+        if any(j.name == "annotations" for j in self.judges):
+            raise ValueError("with reward.release the judge name 'annotations' is taken (the "
+                             "release's per-annotation Elo table)")  # fmt: skip
+        seeing = [j.name for j in self.judges if j.kind == "llm"]
+        if seeing:
+            raise ValueError(f"reward.release ships no images, so the llm judge(s) "
+                             f"{', '.join(seeing)} cannot see them: use kind rules")  # fmt: skip
         return self

@@ -9,12 +9,15 @@ are fingerprinted and rescored like any other input.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import yaml
 
+from forenset.benchmarks.reward.release import FROM_LABEL, IMAGE_TYPE, PREFIX
 from forenset.exports.data import write_atomic, write_images
 from forenset.exports.hf import IMAGE_T, _image, _write_parquet
 from forenset.store.run_store import RunStore
@@ -84,6 +87,9 @@ def label_studio_tasks(
     """Write ``out/tasks.json`` (one task per triplet, presentation order), ``out/config.xml``
     and the images under ``out/images/``. Policy names stay out of the task data (App. B)."""
     trips = triplets(store)
+    if any(not t.get("blob") for t in trips):
+        raise ValueError("the run's triplets have no images (their responses come from a "
+                         "reward.release folder), and the Label Studio task shows the image")  # fmt: skip
     refs = write_images(store, [t["blob"] for t in trips], out)
     prompt = render("reward_policy", None)[1]
     tasks = [
@@ -169,3 +175,52 @@ def export_reward_hf(store: RunStore, out: Path) -> dict[str, Any]:
     )
     write_atomic(out / "README.md", card)
     return {"format": "hf", "path": str(out), "triplets": len(records)}
+
+
+# -- export ------------------------------------------------------------------------------------
+def _policy_file(policy: str, label: str) -> str:
+    return f"{PREFIX[label]}{policy}.json"
+
+
+def export_release(responses: Iterable[Mapping[str, Any]], triplets: Iterable[Mapping[str, Any]],
+                   labels: Iterable[Mapping[str, Any]], out: Path) -> dict[str, int]:  # fmt: skip
+    """A run's ok reward rows written in the release's shape under ``out/data/``; annotator ids
+    become ``annotator_NNN`` in name order; a simulated label's record carries
+    ``"source": "simulated"`` (the release has no such key: it is never taken for a human's)."""
+    data = Path(out) / "data"
+    files: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in sorted(responses, key=lambda r: str(r["response_id"])):
+        files[_policy_file(r["policy"], r["label"])].append(
+            {"image_id": r["reward_image_id"], "image_type": IMAGE_TYPE[r["label"]],
+             "answer": r.get("reply") or ""})  # fmt: skip
+    for name, rows in files.items():
+        write_atomic(data / "model_outputs" / name,
+                     json.dumps(rows, indent=2, ensure_ascii=False) + "\n")  # fmt: skip
+    by_label = {str(lab["triplet_id"]): lab for lab in labels}
+    names = sorted({a["annotator"] for lab in by_label.values()
+                    for a in json.loads(lab.get("annotations") or "[]")})  # fmt: skip
+    anon = {n: f"annotator_{k:03d}" for k, n in enumerate(names, start=1)}
+    trip_rows, records = [], {}
+    for t in sorted(triplets, key=lambda t: str(t["triplet_id"])):
+        base = {"triplet_id": t["triplet_id"], "image_id": t["reward_image_id"],
+                "image_type": IMAGE_TYPE[t["label"]], "caption_1": t.get("first_reply") or "",
+                "caption_2": t.get("second_reply") or "",
+                "csv1": _policy_file(t["first_policy"], t["label"]),
+                "csv2": _policy_file(t["second_policy"], t["label"])}  # fmt: skip
+        trip_rows.append(base)
+        lab = by_label.get(str(t["triplet_id"]))
+        if lab is None:
+            continue
+        anns = {anon[a["annotator"]]: {"choice": FROM_LABEL[a["choice"]]}
+                for a in json.loads(lab.get("annotations") or "[]")
+                if not a.get("dropped") and a.get("choice") in FROM_LABEL}  # fmt: skip
+        rec = {**base, "annotations": anns}
+        if lab.get("source") != "human":
+            rec["source"] = lab.get("source")
+        records[str(t["triplet_id"])] = rec
+    write_atomic(data / "triplets" / "benchmark_clean.json",
+                 json.dumps(trip_rows, indent=2, ensure_ascii=False) + "\n")  # fmt: skip
+    write_atomic(data / "annotations" / "benchmark_annotations.json",
+                 json.dumps(records, indent=2, ensure_ascii=False) + "\n")  # fmt: skip
+    return {"policy_files": len(files), "responses": sum(len(v) for v in files.values()),
+            "triplets": len(trip_rows), "annotated": len(records)}  # fmt: skip

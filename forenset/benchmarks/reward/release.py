@@ -27,9 +27,11 @@ Its analysis conventions (``code/analyze_*.py``, ``code/calculate_elo.py``), whi
   pairs and of unanimous records, on all choices and on response-only choices.
 
 :func:`read_release` reads such a folder as rows of ``reward_responses``, ``reward_triplets``
-and ``reward_labels`` (labels by forenset's majority rule, ties listed; ``source`` human);
-:func:`export_release` writes a run's reward build in the release's shape. Records that cannot
-be used are error rows with the reason, never dropped silently.
+and ``reward_labels`` (labels by forenset's majority rule, ties listed; ``source`` human), and
+:func:`stage_rows` gives them to the reward stages (``reward.release``: the release as a build's
+input); ``reward.exports.export_release`` writes a run's reward build in the release's shape.
+Records that cannot be used are error rows with the reason, never dropped silently. The format
+only (no store, no export): the stages read it, so it sits with the scorers' layer.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -205,8 +207,10 @@ def read_release(rel: Release) -> dict[str, list[dict[str, Any]]]:
         if not anns:
             continue
         vote = majority([a["choice"] for a in anns])
+        src = rec.get("source")  # forenset's export marks labels that are not human's
         out["reward_labels"].append({
-            "triplet_id": tid, "source": "human", "label": vote.label,
+            "triplet_id": tid, "source": src if isinstance(src, str) and src else "human",
+            "label": vote.label,
             "resolved_by": "majority" if vote.label else None, "tied": vote.tied,
             "n_annotations": len(anns), "n_dropped": 0,
             "votes": json.dumps(dict(Counter(a["choice"] for a in anns)), sort_keys=True),
@@ -214,6 +218,52 @@ def read_release(rel: Release) -> dict[str, list[dict[str, Any]]]:
         })  # fmt: skip
     for e in rel.errors:
         out[e["table"]].append(e)
+    return out
+
+
+# -- a release as the reward stages' input -----------------------------------------------------
+POLICY_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")  # a policy is a shard partition: a safe name
+PROBLEMS_PARTITION = "release-problems"  # the responses shard of rows naming no usable policy
+KEYS = {"reward_responses": "response_id", "reward_triplets": "triplet_id",
+        "reward_labels": "triplet_id"}  # fmt: skip
+
+
+def release_digest(rel: Release) -> str:
+    """The content of a release as read (files, records and problems): the fingerprint of the
+    reward stages that take it as input, so that an edited release recomputes them."""
+    import hashlib
+
+    doc = json.dumps([rel.responses, rel.records, rel.errors], sort_keys=True, default=str)
+    return hashlib.blake2b(doc.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def stage_rows(rel: Release) -> dict[str, list[dict[str, Any]]]:
+    """:func:`read_release`'s rows in the stages' shapes: an error row keyed by the table's key
+    (``release-problem/<where>``); a repeated key (an image answered twice by one policy, a
+    triplet id used twice) an error row, the first kept; a policy whose name cannot name a
+    partition an error row."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for table, rows in read_release(rel).items():
+        key, seen, mine = KEYS[table], set(), []
+        for r in rows:
+            if r["status"] == "error":
+                mine.append({key: f"release-problem/{r['id']}", "status": "error",
+                             "error": r["error"], "retryable": False})  # fmt: skip
+                continue
+            if table == "reward_responses" and not POLICY_NAME.match(r["policy"]):
+                mine.append({key: f"release-problem/{r[key]}", "status": "error",
+                             "error": f"policy file name {r['policy'][:80]!r} is not a usable "
+                             "policy name (letters, digits, . _ -)", "retryable": False})  # fmt: skip
+                continue
+            if r[key] in seen:
+                mine.append({key: f"release-problem/repeated/{r[key]}#{len(mine)}",
+                             "status": "error", "retryable": False,
+                             "error": f"{r[key][:200]} is repeated in the release (the first "
+                             "is kept)"})  # fmt: skip
+                continue
+            seen.add(r[key])
+            mine.append(r)
+        out[table] = mine
     return out
 
 
@@ -376,54 +426,3 @@ def release_tables(rel: Release, intervals: IntervalsConfig | None = None,
         "agreement_response_only": agreement(rel, response_only=True),
         "choice_distribution": choice_distribution(rel),
     }
-
-
-# -- export ------------------------------------------------------------------------------------
-def _policy_file(policy: str, label: str) -> str:
-    return f"{PREFIX[label]}{policy}.json"
-
-
-def export_release(responses: Iterable[Mapping[str, Any]], triplets: Iterable[Mapping[str, Any]],
-                   labels: Iterable[Mapping[str, Any]], out: Path) -> dict[str, int]:  # fmt: skip
-    """A run's ok reward rows written in the release's shape under ``out/data/``; annotator ids
-    become ``annotator_NNN`` in name order; a simulated label's record carries
-    ``"source": "simulated"`` (the release has no such key: it is never taken for a human's)."""
-    from forenset.exports.data import write_atomic
-
-    data = Path(out) / "data"
-    files: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in sorted(responses, key=lambda r: str(r["response_id"])):
-        files[_policy_file(r["policy"], r["label"])].append(
-            {"image_id": r["reward_image_id"], "image_type": IMAGE_TYPE[r["label"]],
-             "answer": r.get("reply") or ""})  # fmt: skip
-    for name, rows in files.items():
-        write_atomic(data / "model_outputs" / name,
-                     json.dumps(rows, indent=2, ensure_ascii=False) + "\n")  # fmt: skip
-    by_label = {str(lab["triplet_id"]): lab for lab in labels}
-    names = sorted({a["annotator"] for lab in by_label.values()
-                    for a in json.loads(lab.get("annotations") or "[]")})  # fmt: skip
-    anon = {n: f"annotator_{k:03d}" for k, n in enumerate(names, start=1)}
-    trip_rows, records = [], {}
-    for t in sorted(triplets, key=lambda t: str(t["triplet_id"])):
-        base = {"triplet_id": t["triplet_id"], "image_id": t["reward_image_id"],
-                "image_type": IMAGE_TYPE[t["label"]], "caption_1": t.get("first_reply") or "",
-                "caption_2": t.get("second_reply") or "",
-                "csv1": _policy_file(t["first_policy"], t["label"]),
-                "csv2": _policy_file(t["second_policy"], t["label"])}  # fmt: skip
-        trip_rows.append(base)
-        lab = by_label.get(str(t["triplet_id"]))
-        if lab is None:
-            continue
-        anns = {anon[a["annotator"]]: {"choice": FROM_LABEL[a["choice"]]}
-                for a in json.loads(lab.get("annotations") or "[]")
-                if not a.get("dropped") and a.get("choice") in FROM_LABEL}  # fmt: skip
-        rec = {**base, "annotations": anns}
-        if lab.get("source") != "human":
-            rec["source"] = lab.get("source")
-        records[str(t["triplet_id"])] = rec
-    write_atomic(data / "triplets" / "benchmark_clean.json",
-                 json.dumps(trip_rows, indent=2, ensure_ascii=False) + "\n")  # fmt: skip
-    write_atomic(data / "annotations" / "benchmark_annotations.json",
-                 json.dumps(records, indent=2, ensure_ascii=False) + "\n")  # fmt: skip
-    return {"policy_files": len(files), "responses": sum(len(v) for v in files.values()),
-            "triplets": len(trip_rows), "annotated": len(records)}  # fmt: skip

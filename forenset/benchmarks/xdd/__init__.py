@@ -9,4 +9,5 @@ FAMILY = Family(
     cli="forenset.benchmarks.xdd.cli:app",
     predictions={".zip": "forenset.benchmarks.xdd.format:as_predictions"},
     store_exports={"xdd": "forenset.benchmarks.xdd.export:export_xdd"},
+    store_commands=("xdd-import-gold",),
 )

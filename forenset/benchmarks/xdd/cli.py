@@ -58,3 +58,28 @@ def xdd_score(
     if out is not None:
         write_scores(out, scores)
         console.print(f"wrote {out / 'scores.json'}", markup=False)
+
+
+@app.command("xdd-import-gold")
+def xdd_import_gold(
+    run_dir: Annotated[str, typer.Argument(help="Run directory or URI.")],
+    reference: Annotated[Path, typer.Argument(help="The XDD reference JSONL (id, label, ...).")],
+    append: Annotated[bool, typer.Option(help="Keep earlier gold imports.")] = False,
+) -> None:
+    """Store an XDD reference's texts as the run's gold_references (both tracks, reals
+    included); score against them with evaluation.scorers.references: gold. Prints each
+    problem class with its count."""
+    import json
+
+    from forenset.benchmarks.common.cli import open_run
+    from forenset.benchmarks.xdd.format import XddFormatError
+    from forenset.benchmarks.xdd.gold import import_xdd_gold
+
+    store = open_run(run_dir)
+    try:
+        info, problems = import_xdd_gold(store, reference, append=append)
+    except XddFormatError as e:
+        fail(str(e))
+    res = {"path": info.path, "rows": info.rows, "counts": info.counts,
+           "problems": list(problems.values())}  # fmt: skip
+    console.print_json(json.dumps(res))

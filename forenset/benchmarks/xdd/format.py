@@ -222,7 +222,9 @@ def as_predictions(data: bytes) -> str:
     """A submission zip's rows as a predictions file's JSONL (``sample_id``, ``answer``,
     ``explanation``, ``simple_explanation``), so a zip is a ``kind: file`` detector's
     predictions. An eval item id (``id/<sample>``, ``ood/<sample>``) names its sample; a line
-    the scorer would refuse stays a line the predictions reader reports, not a silent drop."""
+    the scorer would refuse stays a line the predictions reader reports, not a silent drop.
+    Each row is marked ``xdd``: as the scorer, a missing label is no answer and a missing
+    explanation no text of that track (no fallback to the other track's)."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             names = [n for n in z.namelist() if not n.endswith("/")]
@@ -250,7 +252,7 @@ def as_predictions(data: bytes) -> str:
             sid = sample_of(rec["id"])
             if sid not in by:
                 order.append(sid)
-            row = by.setdefault(sid, {"sample_id": sid})
+            row = by.setdefault(sid, {"sample_id": sid, "xdd": True})
             v = rec.get(field_)
             if key == "answer":
                 row[key] = {1: "fake", 0: "real"}.get(v) if type(v) is int else None

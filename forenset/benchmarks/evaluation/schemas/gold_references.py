@@ -1,6 +1,7 @@
-"""``gold_references``: human-written explanations of fake images (XPlainVerse §4, App. 14),
-imported from a Label Studio export of the gold task (``forenset.benchmarks.evaluation.gold``).
-Not written by a stage: ``forenset import-gold`` writes it, one shard per imported file."""
+"""``gold_references``: human-written reference explanations (XPlainVerse §4, App. 14),
+imported from a Label Studio export of the gold task (``forenset.benchmarks.evaluation.gold``)
+or from an XDD challenge reference JSONL (``forenset.benchmarks.xdd.gold``). Not written by a
+stage: ``forenset import-gold`` / ``forenset xdd-import-gold`` write it, one shard per file."""
 
 import pyarrow as pa
 
@@ -15,6 +16,9 @@ SCHEMA = pa.schema(
         pa.field("real_sample_id", S),  # the real image shown beside it (context only)
         pa.field("annotator", S),  # Label Studio's completed_by (email or id)
         pa.field("text", S),  # the explanation
+        # the track it is the reference of (complex | simple); null: complex (Label Studio gold)
+        pa.field("kind", S),
+        pa.field("label", S),  # the truth the file gives (real | fake); null: a fake (Label Studio)
         pa.field("overlap", B),  # a task of the overlap set (several annotators each)
         pa.field("created_at", S),
         pa.field("lead_time", F64),

@@ -30,7 +30,9 @@ run by ``common.respond``; old names ``offline`` / ``vlm`` still read):
   without a prediction gets ``answer`` null with ``parse_error`` "no prediction in <file> for
   this sample". A predictions file names samples, not propagation variants: a sample's one
   prediction is used for each of its variants (``evaluation.propagation`` and
-  ``evaluation.perturbations``).
+  ``evaluation.perturbations``). An XDD submission zip (``path: sub.zip``) is read by the
+  challenge scorer's rules instead: a row needs only its id, a missing ``pred_label`` is no
+  answer and a missing explanation no text of that track (never the other track's).
 - a plugin responder (``forenset.responders``): its reply text is read as a model's is.
 
 Every row carries its eval item's ``variant`` (propagation level "0x" … "3x", or a catalogue
@@ -254,6 +256,8 @@ class Detections(Stage[EvaluationConfig]):
             return {"answer": None, "parse_error": f"no prediction in {name} for this sample",
                     "explanation": None, "reply": None}  # fmt: skip
         p = a.record
+        if p.get("xdd"):  # a submission zip's row: the scorer's rules (xdd.format.as_predictions)
+            return Detections.from_zip(p, track, name)
         expl = p["explanation"]
         if track == "simple" and p.get("simple_explanation"):
             expl = p["simple_explanation"]
@@ -267,6 +271,17 @@ class Detections(Stage[EvaluationConfig]):
             )
         )
         return {"answer": None if bad else answer, "parse_error": bad, "explanation": expl,
+                "reply": p["raw"]}  # fmt: skip
+
+    @staticmethod
+    def from_zip(p: dict[str, Any], track: str, name: str) -> dict[str, Any]:
+        """A submission zip's row for one track, as the XDD scorer reads it: no (strict 0 / 1)
+        label is no answer (a wrong prediction), a track without its explanation has none (it
+        earns nothing, as the scorer's coverage gives it nothing)."""
+        answer = p.get("answer")
+        bad = None if answer in LABELS else f"no strict 0 / 1 pred_label in {name} for this id"
+        expl = p.get("explanation" if track == "complex" else "simple_explanation")
+        return {"answer": None if bad else answer, "parse_error": bad, "explanation": expl or None,
                 "reply": p["raw"]}  # fmt: skip
 
 

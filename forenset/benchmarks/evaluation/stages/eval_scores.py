@@ -34,11 +34,14 @@ complex    ``complex``             ``authenticity``
 simple     ``simple``              ``authenticity``
 =========  ======================  ===========================
 
-With ``scorers.references: gold`` the references are the human gold explanations instead
-(``gold_references``, imported by ``forenset import-gold``; its shards join this stage's inputs,
-so a new import recomputes the scores): a fake's complex track is scored against the gold text
-of its sample (of several annotators', the first by annotator name; all of them are used for the
-agreement); gold texts explain fakes only, so reals and the simple track have no reference then.
+With ``scorers.references: gold`` the references are the imported gold instead
+(``gold_references``; its shards join this stage's inputs, so a new import recomputes the
+scores), looked up by the item's track, not by the table above: each track is scored against
+the gold text of its sample for that track (of several annotators', the first by annotator
+name; all of them are used for the agreement). ``forenset import-gold`` (Label Studio) writes
+complex texts of fakes only, so reals and the simple track have no reference then;
+``forenset xdd-import-gold`` (an XDD reference JSONL) writes both tracks of every
+explanation-scored record, reals included, as the challenge's scorer uses them.
 Reals have one reference only (the dataset writes no simple authenticity text), so both tracks
 use it; an item whose sample has no reference is left out of the explanation means and counted
 in ``details.n_no_reference``. An item with no explanation (the detector gave none) earns no credit:
@@ -125,7 +128,7 @@ class EvalScores(Stage[EvaluationConfig]):
             "variant", "label", "answer", "explanation",
         ),
         "explanations": ("sample_id", "kind", "text"),
-        GOLD_TABLE: ("sample_id", "annotator", "text"),  # scorers.references: gold only
+        GOLD_TABLE: ("sample_id", "annotator", "text", "kind", "label"),  # references: gold
         "eval_sets": (
             "eval_item_id", "generator", "generator_family", "perturbation_family", "severity",
         ),
@@ -162,21 +165,25 @@ class EvalScores(Stage[EvaluationConfig]):
         cols = list(dict.fromkeys([*self.columns_of(stage), "status"]))
         for info in shard.inputs:
             if info.stage == stage:
-                t = self.ctx.store.read_shard(info, columns=cols)
+                # a gold shard imported before the table had ``kind`` lacks it: read it whole
+                t = self.ctx.store.read_shard(info, columns=None if stage == GOLD_TABLE else cols)
                 out.extend(t.filter(pc.equal(t["status"], "ok")).to_pylist())
         return out
 
     def read_inputs(self, shard: ShardSpec) -> pa.Table:
         """The ok detections of this eval set joined with their item's generator (eval_sets)
         and reference explanation (explanations): see :func:`join_items`."""
-        explanations = self._read(shard, "explanations")
-        if self.cfg.scorers.references == "gold":
+        gold = self.cfg.scorers.references == "gold"
+        if gold:
             explanations = gold_as_references(self._read(shard, GOLD_TABLE))
+        else:
+            explanations = self._read(shard, "explanations")
         return join_items(
             self._read(shard, "detections"),
             explanations,
             self._read(shard, "eval_sets"),
             eval_set=shard.params["eval_set"],
+            by_track=gold,
         )
 
     # -- scoring ------------------------------------------------------------------------
@@ -340,13 +347,17 @@ def structural_zero(metric: str, members: list[dict[str, Any]]) -> str | None:
 
 
 def gold_as_references(gold: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Gold rows as ``explanations`` rows of kind ``complex``: one per sample, the text of the
-    first annotator by name (module doc)."""
-    first: dict[str, dict[str, Any]] = {}
+    """Gold rows as ``explanations`` rows whose kind is the track they are the reference of
+    and with the truth they were written for (Label Studio gold names neither: ``complex`` of a
+    fake): one per sample and track, the text of the first annotator by name (module doc)."""
+    first: dict[tuple[str, str], dict[str, Any]] = {}
     for g in sorted(gold, key=lambda g: (g["sample_id"] or "", g["annotator"] or "")):
         if g["sample_id"] and g.get("text"):
-            first.setdefault(g["sample_id"], g)
-    return [{"sample_id": s, "kind": "complex", "text": g["text"]} for s, g in first.items()]
+            first.setdefault((g["sample_id"], g.get("kind") or "complex"), g)
+    return [
+        {"sample_id": s, "kind": k, "text": g["text"], "label": g.get("label") or "fake"}
+        for (s, k), g in first.items()
+    ]
 
 
 ITEM_SCHEMA = pa.schema(
@@ -362,16 +373,29 @@ ITEM_SCHEMA = pa.schema(
 )  # fmt: skip
 
 
+def _reference(
+    refs: dict[tuple[str, str], dict[str, Any]], d: dict[str, Any], by_track: bool
+) -> str | None:
+    if not by_track:
+        got = refs.get((d["sample_id"], reference_kind(d["track"], d["label"])))
+        return got["text"] if got else None
+    got = refs.get((d["sample_id"], d["track"]))
+    return got["text"] if got and got.get("label") == d["label"] else None
+
+
 def join_items(
     detections: list[dict[str, Any]],
     explanations: list[dict[str, Any]],
     eval_sets: list[dict[str, Any]],
     *,
     eval_set: str,
+    by_track: bool = False,
 ) -> pa.Table:
     """One row per detection of ``eval_set``: its answer and explanation, its item's generator
-    and family, and the reference text (:func:`reference_kind`), null when the sample has none."""
-    refs = {(e["sample_id"], e["kind"]): e["text"] for e in explanations if e.get("text")}
+    and family, and the reference text (:func:`reference_kind`; ``by_track``: the reference of
+    the item's track, as gold is kept, when written for the item's truth), null when the sample
+    has none."""
+    refs = {(e["sample_id"], e["kind"]): e for e in explanations if e.get("text")}
     gens = {e["eval_item_id"]: e for e in eval_sets}
     rows = []
     for d in detections:
@@ -385,7 +409,7 @@ def join_items(
                 "generator_family": g.get("generator_family"),
                 "perturbation_family": g.get("perturbation_family"),
                 "severity": g.get("severity"),
-                "reference": refs.get((d["sample_id"], reference_kind(d["track"], d["label"]))),
+                "reference": _reference(refs, d, by_track),
             }
         )
     return pa.Table.from_pylist(

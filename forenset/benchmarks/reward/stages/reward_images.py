@@ -93,8 +93,8 @@ class RewardImages(Stage[RewardConfig]):
         return next(g for g in self.rcfg.generators if g.name == name)
 
     def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
-        if not self.rcfg.enabled or not upstream:
-            return []
+        if not self.rcfg.enabled or not upstream or self.rcfg.release is not None:
+            return []  # a release ships no images (its responses are the input)
         names = [REAL] + [g.name for g in self.rcfg.generators]
         return [self.spec(n, {"generator": n}, upstream, {"generator": n}) for n in names]
 

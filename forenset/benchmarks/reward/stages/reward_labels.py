@@ -12,6 +12,11 @@ annotations without one of the four choices, are one error row per class of prob
 Without ``path``, ``reward.labels.simulate`` annotators label every triplet by the documented
 noisy rule (``benchmarks/reward/scorers/rubric.py``); every such row has ``source = simulated`` and the
 annotators are ``sim-1`` … ``sim-N``. The two sources are never mixed in one build.
+
+With ``reward.release`` the labels are the release's annotation records: every annotation kept
+(the release records no lead time), majority-voted the same way, ties listed and resolved by
+``reward.labels.resolutions``; ``source`` human (or what the record's ``source`` says: forenset's
+export marks simulated labels); annotations with none of the four choices are error rows.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from forenset.benchmarks.reward.config import LabelsConfig, RewardConfig
 from forenset.benchmarks.reward.schemas.reward_labels import SCHEMA
 from forenset.benchmarks.reward.scorers.metrics import CHOICES, majority
 from forenset.benchmarks.reward.scorers.rubric import SIM_MODEL, simulate_annotator
+from forenset.benchmarks.reward.stages.release_input import release_config, release_rows
 from forenset.confbase import fingerprint_view
 from forenset.errors import ConfigurationError, clip
 from forenset.seeds import rng_for
@@ -137,6 +143,9 @@ class RewardLabels(Stage[RewardConfig]):
 
     def stage_config(self) -> Any:
         view = fingerprint_view(self.lcfg)
+        rel = release_config(self)
+        if rel is not None:
+            return {**rel, "resolutions": view["resolutions"]}
         if self.lcfg.path:
             view["file_sha256"] = file_digest(self.lcfg.path)
             view.pop("simulate")  # not used with real labels
@@ -149,6 +158,8 @@ class RewardLabels(Stage[RewardConfig]):
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         trips = {t["triplet_id"]: t for t in batch.to_pylist()}
+        if self.cfg.release is not None:
+            return self.from_release(trips)
         if self.lcfg.path:
             found, problems = read_export(self.lcfg.path)
             source, backend, model = "human", "label-studio", Path(self.lcfg.path).name
@@ -185,6 +196,19 @@ class RewardLabels(Stage[RewardConfig]):
                     "retryable": False,
                 }
             )
+        return self.to_table(out)
+
+    def from_release(self, trips: dict[str, dict[str, Any]]) -> pa.Table:
+        """The release's records' annotations, voted by :meth:`row` (resolutions apply)."""
+        out = []
+        for r in release_rows(self, self.name):
+            if r["status"] != "ok":
+                out.append({**r, "backend": "release", "model": "annotation-records"})
+            elif r["triplet_id"] in trips:
+                anns = [{"annotator": a["annotator"], "choice": a["choice"], "lead_time": None}
+                        for a in json.loads(r["annotations"])]  # fmt: skip
+                out.append(self.row(r["triplet_id"], anns, r["source"], "release",
+                                    "annotation-records"))  # fmt: skip
         return self.to_table(out)
 
     def simulated(self, trips: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -19,6 +19,11 @@ One shard per policy (``policy=`` partition), fingerprinted by that policy only.
 
 Each kind is a responder (``common.responders``) run by ``common.respond``, which isolates each
 image's failure (an error row; the shard goes on).
+
+With ``reward.release`` the responses are the release's policy files instead (no images, no
+policies run): one shard per policy file name (``FI<policy>`` / ``RI<policy>``), kind ``file``,
+the verdict by the release's rule; rows the release cannot give are error rows, those naming no
+usable policy in a shard of their own (``policy=release-problems``).
 """
 
 from __future__ import annotations
@@ -38,8 +43,10 @@ from forenset.benchmarks.common.respond import (
 )
 from forenset.benchmarks.common.responders import ResponderConfig
 from forenset.benchmarks.reward.config import RewardConfig
+from forenset.benchmarks.reward.release import PROBLEMS_PARTITION
 from forenset.benchmarks.reward.schemas.reward_responses import SCHEMA
 from forenset.benchmarks.reward.scorers.replies import parse_policy
+from forenset.benchmarks.reward.stages.release_input import release_config, release_rows
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage, writable
 
@@ -86,12 +93,16 @@ class RewardResponses(Stage[RewardConfig]):
     def spec(self, shard_id, partition, inputs, params, config=None):
         """A policy's shard is fingerprinted by that policy only: adding or changing one policy
         leaves the others' responses alone."""
+        if params.get("release"):
+            return super().spec(shard_id, partition, inputs, params, release_config(self))
         if "policy" not in params:
             return super().spec(shard_id, partition, inputs, params, config)
         own = {"policy": policy_config(self.policy(params["policy"]))}
         return super().spec(shard_id, partition, inputs, params, config=own)
 
     def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
+        if self.rcfg.enabled and self.rcfg.release is not None:
+            return self.plan_release()
         images = [i for i in upstream if i.stage == "reward_images"]
         if not self.rcfg.enabled or not images:
             return []
@@ -102,11 +113,34 @@ class RewardResponses(Stage[RewardConfig]):
             out.append(self.spec(p.name, {"policy": p.name}, ins, {"policy": p.name}))
         return out
 
+    def plan_release(self) -> list[ShardSpec]:
+        """One shard per policy of the release (no inputs: the release is the input)."""
+        rows = release_rows(self, self.name)
+        names = sorted({r["policy"] for r in rows if r["status"] == "ok"})
+        if any(r["status"] == "error" for r in rows):
+            names.append(PROBLEMS_PARTITION)
+        return [self.spec(n, {"policy": n}, [], {"policy": n, "release": True}) for n in names]
+
+    def from_release(self, name: str) -> pa.Table:
+        rows = release_rows(self, self.name)
+        if name == PROBLEMS_PARTITION:
+            mine = [r for r in rows if r["status"] == "error"]
+        else:
+            mine = [r for r in rows if r["status"] == "ok" and r["policy"] == name]
+        for r in mine:
+            r.update(backend="release", model="policy-files", stage_version=self.version)
+            if r["status"] == "ok":  # a release has no image, no generator; the text is all
+                explanation = parse_policy(r["reply"]).explanation
+                r.update(blob=None, generator=None, explanation=explanation)
+        return self.to_table(mine)
+
     def read_inputs(self, shard: ShardSpec) -> pa.Table:
         return read_tagged(self, shard)
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
         assert shard is not None
+        if shard.params.get("release"):
+            return self.from_release(shard.params["policy"])
         p = self.policy(shard.params["policy"])
         rows = batch.to_pylist()
         images = sorted(

@@ -16,6 +16,9 @@ resamples, level, seed, min_n). The CLI and the report pivot it back to the pape
   bootstrap intervals over the games as public arenas compute them (resample the games, one
   Elo pass in the drawn order, percentiles). ``n`` is the table's labelled games (win rate: the
   policy's games). A human-written policy (``kind: file``) is ranked like any other (Table 5).
+  With ``reward.release`` one more Elo table, ``labels_from`` = ``annotations``: the release's
+  own convention (every First / Second annotation a game, records in order; with
+  ``elo_shuffles: 0`` the release's ``calculate_elo.py`` rating, :func:`annotation_games`).
 - ``judge_accuracy`` (Table 4): ``acc4`` (n = |T|) and ``acc2`` (n = |T2|) of each judge against
   the labels, per order (``shown``; ``swapped``: answers given with the responses exchanged,
   mapped back); intervals over the triplets.
@@ -82,7 +85,7 @@ class RewardScores(Stage[RewardConfig]):
     inputs = ("reward_responses", "reward_triplets", "reward_judgments", "reward_labels")
     input_columns = {
         "reward_responses": ("response_id", "policy", "generator", "label", "verdict"),
-        "reward_triplets": ("triplet_id", "first_policy", "second_policy"),
+        "reward_triplets": ("triplet_id", "first_policy", "second_policy", "position"),
         "reward_judgments": ("judge", "triplet_id", "order", "choice_shown"),
         "reward_labels": ("triplet_id", "source", "label", "annotations"),
     }
@@ -96,11 +99,14 @@ class RewardScores(Stage[RewardConfig]):
         return self.cfg
 
     def stage_config(self) -> Any:
-        return {
+        view: dict[str, Any] = {
             "elo_k": self.rcfg.elo_k,
             "elo_shuffles": self.rcfg.elo_shuffles,
             "intervals": self.rcfg.intervals.model_dump(),
         }
+        if self.rcfg.release is not None:  # absent otherwise: other builds keep their prints
+            view["annotation_elo"] = True
+        return view
 
     def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
         if not self.rcfg.enabled or not any(i.stage == "reward_triplets" for i in upstream):
@@ -122,6 +128,9 @@ class RewardScores(Stage[RewardConfig]):
         if source:
             out += self.elo(trips, human, source, source, policies)
             out += self.annotators(part["reward_labels"], source)
+            if self.rcfg.release is not None:
+                games = annotation_games(trips, part["reward_labels"])
+                out += self.elo(trips, {}, ANNOTATIONS, source, policies, games)
         judges: dict[str, dict[str, dict[str, str | None]]] = {}
         for j in part["reward_judgments"]:
             judges.setdefault(j["judge"], {}).setdefault(j["order"], {})[j["triplet_id"]] = j[
@@ -228,7 +237,8 @@ class RewardScores(Stage[RewardConfig]):
             groups: dict[str, list[dict[str, Any]]] = {"overall": mine}
             for lab in ("real", "fake"):
                 groups[lab] = [r for r in mine if r["label"] == lab]
-            for gen in sorted({r["generator"] for r in mine if r["label"] == "fake"}):
+            # a release's responses name no generator: the fake column is all there is
+            for gen in sorted({r["generator"] for r in mine if r["label"] == "fake"} - {None}):
                 groups[gen] = [r for r in mine if r["generator"] == gen]
             for group, rs in groups.items():
                 if not rs:
@@ -242,15 +252,17 @@ class RewardScores(Stage[RewardConfig]):
 
     def elo(
         self, trips: dict[str, dict[str, Any]], labels: dict[str, str], labels_from: str,
-        source: str | None, policies: list[str],
+        source: str | None, policies: list[str], games: list[Game] | None = None,
     ) -> list[dict[str, Any]]:  # fmt: skip
         """Every registered arena metric (a GroupStatistic over this table's games) per policy;
-        the intervals of one table share one seeded sequence of game draws."""
-        games = [
-            Game(trips[t]["first_policy"], trips[t]["second_policy"], c)
-            for t, c in sorted(labels.items())
-            if t in trips and c
-        ]
+        the intervals of one table share one seeded sequence of game draws. ``games``: these
+        games instead of one per label (:func:`annotation_games`)."""
+        if games is None:
+            games = [
+                Game(trips[t]["first_policy"], trips[t]["second_policy"], c)
+                for t, c in sorted(labels.items())
+                if t in trips and c
+            ]
         cfg, iv = self.rcfg, self.rcfg.intervals
         params = {"k": cfg.elo_k, "shuffles": cfg.elo_shuffles, "seed": self.ctx.seed}
         base = sorted(games, key=lambda g: (g.first, g.second, g.choice))  # order-free draws
@@ -316,6 +328,26 @@ class RewardScores(Stage[RewardConfig]):
             items = [{"agree": _count(a[share], a[pairs]), "pairs": a[pairs]} for a in per]
             out += self.item_rows(("agreement", "annotators", group, source, source), items)
         return out
+
+
+ANNOTATIONS = "annotations"  # labels_from of the release's Elo: every annotation a game
+
+
+def annotation_games(trips: dict[str, dict[str, Any]], labels: list[dict[str, Any]]) -> list[Game]:
+    """The release's Elo games (its ``calculate_elo.py``): every kept First / Second annotation
+    is a game (no majority vote; Tie and BothBad none), triplets in their presentation order (a
+    release's: its records' sorted order), annotations in their file order."""
+    order = sorted(
+        (r for r in labels if r["triplet_id"] in trips),
+        key=lambda r: (trips[r["triplet_id"]].get("position") or 0, r["triplet_id"]),
+    )
+    out = []
+    for r in order:
+        t = trips[r["triplet_id"]]
+        for a in json.loads(r["annotations"] or "[]"):
+            if not a["dropped"] and a["choice"] in ("First", "Second"):
+                out.append(Game(t["first_policy"], t["second_policy"], a["choice"]))
+    return out
 
 
 def _draw(

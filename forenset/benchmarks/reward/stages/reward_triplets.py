@@ -8,6 +8,10 @@ image, each pair recurs equally often, so every policy appears equally often and
 other; a policy that answered only some images (a human baseline) is paired first where it can
 be. The two responses' order is scrambled per triplet (``swapped``: shown in reverse name order)
 and the triplets' presentation order is scrambled (``position``), as the paper sent them out.
+
+With ``reward.release`` the triplets are the release's annotation records instead (no pairing:
+the shown order is the record's, ``caption_1`` first; ``position`` the records' sorted order);
+a record without ``image_id``, ``csv1`` or ``csv2`` is an error row.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import pyarrow as pa
 
 from forenset.benchmarks.reward.config import RewardConfig
 from forenset.benchmarks.reward.schemas.reward_triplets import SCHEMA
+from forenset.benchmarks.reward.stages.release_input import release_config, release_rows
 from forenset.seeds import derive_seed
 from forenset.store.run_store import ShardInfo
 from forenset.tasks.base import ShardSpec, Stage
@@ -70,7 +75,7 @@ class RewardTriplets(Stage[RewardConfig]):
 
     def stage_config(self) -> Any:
         c: RewardConfig = self.cfg
-        return {"triplets_per_image": c.triplets_per_image}
+        return release_config(self) or {"triplets_per_image": c.triplets_per_image}
 
     def plan_gathered(self, upstream: list[ShardInfo]) -> list[ShardSpec]:
         if not self.cfg.enabled or not upstream:
@@ -78,6 +83,8 @@ class RewardTriplets(Stage[RewardConfig]):
         return [self.spec(SHARD, {}, upstream, {})]
 
     def process(self, batch: pa.Table, shard: ShardSpec | None = None) -> pa.Table:
+        if self.cfg.release is not None:
+            return self.from_release()
         by_image: dict[str, dict[str, dict[str, Any]]] = {}
         for r in batch.to_pylist():
             by_image.setdefault(r["reward_image_id"], {})[r["policy"]] = r
@@ -125,3 +132,12 @@ class RewardTriplets(Stage[RewardConfig]):
         for pos, r in enumerate(order):
             r["position"] = pos
         return self.to_table(out)
+
+    def from_release(self) -> pa.Table:
+        rows = release_rows(self, self.name)
+        for pos, r in enumerate(rows):
+            r.update(backend="release", model="annotation-records", stage_version=self.version)
+            if r["status"] == "ok":
+                r.update(position=pos, seed=self.ctx.seed, elapsed_ms=0.0, blob=None,
+                         generator=None)  # fmt: skip
+        return self.to_table(rows)
