@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.benchmarks.*.scorers",
         "forenset.benchmarks.*.config",  # a family's config model (its build-config section)
         "forenset.benchmarks.fakebench.official",  # the official release's format
+        "forenset.benchmarks.public.formats",  # the public benchmarks' release layouts
     ),
     (
         "forenset.tasks",
