@@ -659,6 +659,7 @@ FAMILY_APPS = (
     "forenset.benchmarks.evaluation.cli",
     "forenset.benchmarks.reward.cli",
     "forenset.benchmarks.fakebench.cli",
+    "forenset.benchmarks.public.cli",
     "forenset.benchmarks.safeimg.cli",
     "forenset.benchmarks.xdd.cli",
 )

@@ -50,6 +50,9 @@ BUILTIN: dict[str, str] = {
     "fakebench_items": "forenset.benchmarks.fakebench.stages.fakebench_items:FakeBenchItems",
     "fakebench_answers": "forenset.benchmarks.fakebench.stages.fakebench_answers:FakeBenchAnswers",
     "fakebench_scores": "forenset.benchmarks.fakebench.stages.fakebench_scores:FakeBenchScores",
+    "public_items": "forenset.benchmarks.public.stages.public_items:PublicItems",
+    "public_answers": "forenset.benchmarks.public.stages.public_answers:PublicAnswers",
+    "public_scores": "forenset.benchmarks.public.stages.public_scores:PublicScores",
 }
 
 # Tables that no stage writes (``forenset import-annotations`` writes ``annotations``,

@@ -113,12 +113,16 @@ DetectorConfig = DetectorResponder
 # kind -> (config model, "module:Class" of the responder, families it answers for)
 BUILTIN: dict[str, tuple[type[ResponderConfig], str, tuple[str, ...]]] = {
     "detector": (DetectorResponder, "forenset.benchmarks.common.respond:DetectorAnswers", FAMILIES),
-    "llm": (LLMResponder, "forenset.benchmarks.common.respond:LLMAnswers", FAMILIES),
-    "file": (FileResponder, "forenset.benchmarks.common.respond:FileAnswers", FAMILIES[:2]),
+    "llm": (LLMResponder, "forenset.benchmarks.common.respond:LLMAnswers", (*FAMILIES, "public")),
+    "file": (
+        FileResponder,
+        "forenset.benchmarks.common.respond:FileAnswers",
+        (*FAMILIES[:2], "public"),
+    ),
     "constant": (
         ConstantResponder,
         "forenset.benchmarks.common.respond:ConstantAnswers",
-        ("reward", "fakebench"),
+        ("reward", "fakebench", "public"),
     ),
     "official": (
         OfficialResponder,

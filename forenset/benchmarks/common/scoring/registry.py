@@ -57,6 +57,17 @@ BUILTIN: dict[str, dict[str, str]] = {
         "both_bad": "forenset.benchmarks.reward.scorers.arena:BOTH_BAD",
         "win_rate": "forenset.benchmarks.reward.scorers.arena:WIN_RATE",
     },
+    "public": {  # public benchmarks (FakeClue, LOKI, So-Fake-OOD, AIGI-Holmes): per task type
+        "accuracy": "forenset.benchmarks.public.scorers:ACCURACY",
+        "f1": "forenset.benchmarks.public.scorers:F1",
+        "real_accuracy": "forenset.benchmarks.public.scorers:REAL_ACCURACY",
+        "fake_accuracy": "forenset.benchmarks.public.scorers:FAKE_ACCURACY",
+        "mc_accuracy": "forenset.benchmarks.public.scorers:MC_ACCURACY",
+        "bleu1": "forenset.benchmarks.public.scorers:BLEU1",
+        "rouge_l": "forenset.benchmarks.public.scorers:ROUGE_L",
+        "bertscore_f1": "forenset.benchmarks.public.scorers:BERTSCORE_F1",
+        "similarity": "forenset.benchmarks.public.scorers:SIMILARITY",
+    },
     "safeimg": {  # SafeIMG Table 2 (eq. 12), real-image accuracy, Table 3, App. A (eq. 13)
         "detection_rate": "forenset.benchmarks.safeimg.scorers:DETECTION_RATE",
         "real_accuracy": "forenset.benchmarks.safeimg.scorers:REAL_ACCURACY",
