@@ -103,6 +103,12 @@ def test_constant_floor_scored_by_hand(built):
     so = s["always-fake/sofake_ood/judgement/all=all"]
     assert (so["accuracy"], so["f1"]) == (pytest.approx(2 / 3), pytest.approx(0.8))
     assert s["always-fake/sofake_ood/judgement/kind=tampered"]["accuracy"] == 1.0
+    real = s["always-fake/loki/judgement/label=real"]  # one class by design: no F1
+    assert (real["accuracy"], real["accuracy_caveat"]) == (
+        0.0,
+        "n = 1 is below the minimum of 10 items",
+    )
+    assert "f1" not in real and "fake_accuracy" not in real
     assert s["always-fake/fakeclue/judgement/all=all"]["accuracy"] == 0.5
     ex = s["always-fake/loki/explanation/all=all"]
     assert ex["similarity"] is None and "public.similarity_model" in ex["similarity_reason"]

@@ -56,7 +56,7 @@ def files(root: str, annotations: str | None) -> list[str]:
     base = test_root(root)
     out = [os.path.join(base, rel) for _, _, rel in listing(root)]
     if annotations:
-        out.append(annotations if os.path.isabs(annotations) else os.path.join(root, annotations))
+        out.append(rec.given(root, annotations))
     return out
 
 

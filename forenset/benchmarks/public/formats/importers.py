@@ -47,5 +47,8 @@ def digest(
     name: str, root: str, annotations: str | None, tasks: Sequence[str] | None = None
 ) -> str:
     m = module(name)
-    found = m.files(root, annotations, tasks) if name == "loki" else m.files(root, annotations)
+    try:
+        found = m.files(root, annotations, tasks) if name == "loki" else m.files(root, annotations)
+    except (OSError, ValueError) as e:  # the import says so, in one sentence, when it runs
+        return f"unreadable: {rec.reason(e)}"
     return rec.files_digest(found, root)

@@ -52,14 +52,10 @@ _MC = re.compile(r"_(real|fake)_from_(real|fake)_?(.*)$")
 
 
 def files(root: str, annotations: str | None, tasks: Sequence[str] | None = None) -> list[str]:
-    out = []
-    for task, name in FILES.items():
-        if tasks and task not in tasks:
-            continue
-        got = rec.find(root, [name]) if not annotations else None
-        if got:
-            out.append(got)
-    return out
+    if annotations:
+        return [rec.given(root, annotations)]
+    found = [rec.find(root, [name]) for task, name in FILES.items() if not tasks or task in tasks]
+    return [f for f in found if f]
 
 
 def _options(choices: list[str]) -> str:

@@ -74,13 +74,18 @@ def find(root: str, candidates: Iterable[str]) -> str | None:
     return None
 
 
-def annotation_file(root: str, given: str | None, candidates: tuple[str, ...], what: str) -> str:
-    """The annotation file: ``given`` (the config's, relative to ``root`` or absolute: the user
+def given(root: str, name: str) -> str:
+    """A file the config names: absolute as given (the user named it), else under ``root``."""
+    return name if os.path.isabs(name) else os.path.join(root, name)
+
+
+def annotation_file(root: str, named: str | None, candidates: tuple[str, ...], what: str) -> str:
+    """The annotation file: ``named`` (the config's, relative to ``root`` or absolute: the user
     named it), else the first candidate at the release's place. FileNotFoundError otherwise."""
-    if given:
-        p = given if os.path.isabs(given) else os.path.join(root, given)
+    if named:
+        p = given(root, named)
         if not os.path.isfile(p):
-            raise FileNotFoundError(f"{what} {given} does not exist")
+            raise FileNotFoundError(f"{what} {named} does not exist")
         return p
     got = find(root, candidates)
     if got is None:

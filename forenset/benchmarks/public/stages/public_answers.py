@@ -110,7 +110,7 @@ class PublicAnswers(Stage[PublicConfig]):
         questions = [
             Question(
                 qid=f"{m.name}/{it['item_id']}",
-                item=it,
+                item={**it, "blob": (it["blobs"] or [None])[0]},  # for one-image responders
                 key=it["item_id"],
                 template=TEMPLATE,
                 prompts_dir=self.pcfg.prompts_dir,

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from forenset.benchmarks.common.scorers.types import Score, null_score
+from forenset.benchmarks.common.scoring.intervals import degenerate
 from forenset.benchmarks.public.config import PublicConfig
 from forenset.benchmarks.public.schemas.public_scores import SCHEMA
 from forenset.confbase import fingerprint_view
@@ -172,14 +173,16 @@ class PublicScores(Stage[PublicConfig]):
         else:
             units = [{"label": m.get("label"), "scores": scores[m["item_id"]]} for m in members]
         prefix = f"{name}/{bench}/{task}/{kind}={group}"
-        rows = score_rows(
-            fields, prefix, units, scorers("public"), self.pcfg.intervals, self.ctx.seed
-        )
+        c = self.pcfg.intervals
+        rows = score_rows(fields, prefix, units, scorers("public"), c, self.ctx.seed)
+        one_class = kind in ("label", "kind")  # one class by design: its accuracy alone
+        if one_class:
+            rows = [r for r in rows if r["metric"] not in ("f1", "real_accuracy", "fake_accuracy")]
         extra = {"n_items": len(members)}
         for r in rows:
             r["details"] = json.dumps({**json.loads(r["details"] or "{}"), **extra}, sort_keys=True)
-            if kind in ("label", "kind", "generator") and r["metric"] in ("accuracy", "f1"):
-                r["caveat"] = r["caveat"] if r["metric"] == "f1" else None  # one class by design
+            if one_class and r["metric"] == "accuracy":
+                r["caveat"] = degenerate(r["n"], c.min_n)
             if r["value"] is None:
                 r["caveat"] = None  # a null value is a dash with its reason, not a caveat
         return rows
