@@ -12,7 +12,7 @@ is a responder (``common.responders``), run by ``common.respond`` with per-item 
   ``sample_id`` is the item_id: the verdict or letter is read from ``answer``, the explanation
   from ``explanation``; an item without a line is an error row saying so.
 
-Every reply is read by one rule (``public.replies``): the verdict of a judgement, the letter of
+Every reply is read by one rule (``public.formats.replies``): the verdict of a judgement, the letter of
 a multiple choice, the text scored as the explanation; ``parse_error`` says why none could be
 read (scored as wrong).
 """
@@ -25,8 +25,6 @@ import pyarrow as pa
 
 from forenset.benchmarks.common.respond import (
     Answer,
-    Answers,
-    LLMAnswers,
     Question,
     fingerprint,
     render,
@@ -37,34 +35,8 @@ from forenset.benchmarks.public.config import TEMPLATE, PublicConfig
 from forenset.benchmarks.public.formats import replies
 from forenset.benchmarks.public.schemas.public_answers import SCHEMA
 from forenset.store.run_store import ShardInfo
-from forenset.tasks.base import ShardSpec, Stage, describe
-from forenset.tasks.modelcall import request, template_hashes
-
-
-class ImagesLLM(LLMAnswers):
-    """``llm`` with every image of the item attached (``blobs``), in order."""
-
-    def answer(
-        self, stage: Stage, cfg: Any, questions: list[Question], train: list[dict[str, Any]]
-    ) -> Answers:
-        out: dict[str, Answer] = {}
-        reqs = []
-        for q in questions:
-            try:
-                images = [stage.ctx.store.get_blob(b) for b in q.item["blobs"] or []]
-            except Exception as e:  # noqa: BLE001 - one missing blob must not fail the shard
-                out[q.qid] = Answer.failed(describe(e), True)
-                continue
-            assert q.template is not None
-            req = request(stage.name, q.qid, q.template, q.prompts_dir, images=images,
-                          response_model=None, **q.variables)  # fmt: skip
-            reqs.append((q, req))
-        got = self.ask(stage, cfg, reqs) if reqs else {}
-        for q, req in reqs:
-            o = got[req.item_id]
-            text = o.result.text
-            out[q.qid] = Answer(reply=text if o.result.ok else (text or None), trace=o.trace())
-        return Answers(out)
+from forenset.tasks.base import ShardSpec, Stage
+from forenset.tasks.modelcall import template_hashes
 
 
 class PublicAnswers(Stage[PublicConfig]):
@@ -110,7 +82,7 @@ class PublicAnswers(Stage[PublicConfig]):
         questions = [
             Question(
                 qid=f"{m.name}/{it['item_id']}",
-                item={**it, "blob": (it["blobs"] or [None])[0]},  # for one-image responders
+                item={**it, "blob": (it["blobs"] or [None])[0]},  # one-image responders read it
                 key=it["item_id"],
                 template=TEMPLATE,
                 prompts_dir=self.pcfg.prompts_dir,
@@ -118,11 +90,7 @@ class PublicAnswers(Stage[PublicConfig]):
             )
             for it in items
         ]
-        got = (
-            ImagesLLM().answer(self, m, questions, [])
-            if m.kind == "llm"
-            else respond(self, m, questions)
-        )
+        got = respond(self, m, questions)
         out: list[dict[str, Any]] = []
         for key, problem in got.problems:  # a file's lines that are not records
             out.append({"answer_id": f"{m.name}/file-problem/{key}", "answerer": m.name,
@@ -145,7 +113,7 @@ class PublicAnswers(Stage[PublicConfig]):
 
     @staticmethod
     def answer_row(ident: dict[str, Any], it: dict[str, Any], a: Answer) -> dict[str, Any]:
-        """One item's row: the reply read by ``public.replies``."""
+        """One item's row: the reply read by ``public.formats.replies``."""
         task = it["task"]
         if a.reply is None and a.verdict is not None:  # a constant: its belief, worded
             reply: str | None = replies.constant_reply(a.verdict, task, it.get("asks"))

@@ -1,7 +1,7 @@
 """public_items: each configured public benchmark imported from its folder, one shard per
 benchmark (partition ``benchmark``).
 
-The importer (``public.importers``) reads the release's own layout and yields records; this
+The importer (``public.formats.importers``) reads the release's own layout and yields records; this
 stage stores each record's images as blobs (content-addressed, so an image that two LOKI tasks
 share is stored once) and writes one row per item. A bad record, a hostile or missing image
 path, an unreadable image are error rows with the reason, and the import goes on; a release
