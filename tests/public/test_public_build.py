@@ -66,6 +66,8 @@ def built(tmp_path_factory):
         )
     )
     store, _, _ = run_local(cfg)
+    _, _, again = run_local(cfg)  # resume: every shard is committed, nothing runs again
+    assert not any(again[s] for s in ("public_items", "public_answers", "public_scores"))
     return run, store
 
 
