@@ -6,6 +6,10 @@ goes on."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +131,40 @@ def test_reply_rules():
     assert replies.explanation("<reasoning>fused fingers</reasoning><answer>fake</answer>") == (
         "fused fingers"
     )
+
+
+LOKI_REPO = Path(os.environ.get("LOKI_REPO", "/work/.mirror/opendatalab+LOKI/repo"))
+
+
+def _loki_file(name: str) -> bytes | None:
+    """A file of the LOKI repository (a bare mirror: ``git show``), or None when not at hand."""
+    if (LOKI_REPO / "data_json").is_dir():
+        return (LOKI_REPO / name).read_bytes()
+    try:
+        return subprocess.run(["git", "-C", str(LOKI_REPO), "show", f"HEAD:{name}"],
+                              capture_output=True, check=True, timeout=60).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def test_the_real_loki_annotation_files_import_without_an_error(tmp_path):
+    """The repository's own image annotation files (media replaced by placeholders): every
+    record is an item, the labels derived from question_type agree with every answer."""
+    names = [f"data_json/image/{f}.json" for f in ("true_or_false", "multi_choice",
+                                                   "open_ended_vqa")]  # fmt: skip
+    got = {n: _loki_file(n) for n in names}
+    if any(v is None for v in got.values()):
+        pytest.skip(f"the LOKI repository is not at {LOKI_REPO} (set LOKI_REPO)")
+    for name, data in got.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+        for r in json.loads(data.decode("utf-16" if data[:2] == b"\xff\xfe" else "utf-8")):
+            for p in r["image_path"] if isinstance(r["image_path"], list) else [r["image_path"]]:
+                (tmp_path / p).parent.mkdir(parents=True, exist_ok=True)
+                (tmp_path / p).touch()
+    rows = list(import_records("loki", str(tmp_path)))
+    assert [r["error"] for r in rows if r["status"] == "error"] == []
+    count = Counter(r["task"] for r in rows)
+    assert count == {"judgement": 4434, "multiple_choice": 2634, "explanation": 229}
+    labels = Counter(r["label"] for r in rows if r["task"] == "judgement")
+    assert labels == {"fake": 2634, "real": 1800}
