@@ -4,7 +4,8 @@ Layout read (the FakeVLM README's ``playground/data`` and its ``process_data.py`
 of records ``{"image": "<category>/<fake|real>/<file>", "label": 0 | 1, "cate": ...,
 "conversations": [{"from": "human", "value": "<image>Does the image looks real/fake?"},
 {"from": "gpt", "value": "<the artifact explanation>"}]}``; images under the split's folder
-(``test/`` after unzipping, or ``data/test/``). ``label`` 1 is real and 0 fake (process_data.py
+(``test/`` after unzipping, ``test/test/`` when the zip holds its own folder, or
+``data/test/``). ``label`` 1 is real and 0 fake (process_data.py
 files label 1 under ``real/``); the strings ``real`` / ``fake`` are accepted too.
 
 One item per record, task ``judgement``: the human turn is the question, the reply's verdict is
@@ -22,7 +23,7 @@ from forenset.benchmarks.public.formats import records as rec
 
 NAME = "fakeclue"
 ANNOTATIONS = ("data_json/test.json", "test.json", "data/test.json", "playground/data/test.json")
-IMAGE_DIRS = ("test", "data/test", "playground/data/test", "")
+IMAGE_DIRS = ("test", "test/test", "data/test", "playground/data/test", "")
 QUESTION = "Does the image looks real/fake?"  # FakeVLM's prompt, as in its test.json
 LABELS = {0: "fake", 1: "real", "0": "fake", "1": "real", "fake": "fake", "real": "real"}
 
