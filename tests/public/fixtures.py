@@ -157,11 +157,12 @@ def sofake(tmp: Path, v2: bool = True) -> Path:
 
 
 HOLMES_EXPLANATION = "The image is fake: the text on the sign is garbled."
+HOLMES_REAL = "The image is real: the reflections agree with the light."
 
 
 def aigi_holmes(tmp: Path) -> Path:
-    """The README's TestSet/<generator>/{0_real,1_fake}/ layout, plus an ms-swift JSONL of
-    explanations (an assumed file: the README trains with this format)."""
+    """The README's layout: TestSet/<generator>/{0_real,1_fake}/ and dataset/ with its JSONL in
+    the ms-swift format (images[0], mask, messages; the fields public loaders read)."""
     root = tmp / "AIGI-Holmes"
     ts = root / "TestSet"
     png(ts / "FLUX" / "0_real" / "r.png", (10, 200, 10))
@@ -169,13 +170,22 @@ def aigi_holmes(tmp: Path) -> Path:
     png(ts / "VAR" / "1_fake" / "g.jpg")
     (ts / "VAR" / "1_fake" / "evil.png").symlink_to(outside(tmp))
     (ts / "VAR" / "notes.txt").write_text("not a class folder", encoding="utf-8")
+    png(root / "dataset" / "0_real" / "p.png", (10, 200, 10))
+    png(root / "dataset" / "x" / "q.png")
+
+    def line(image, answer=None, **more):
+        msgs = [{"role": "user", "content": "<image>Is this image real or fake?"}]
+        if answer:
+            msgs.append({"role": "assistant", "content": answer})
+        return json.dumps({"messages": msgs, "images": [image], **more})
+
     lines = [
-        {"messages": [{"role": "user", "content": "<image>Is this image real or fake?"},
-                      {"role": "assistant", "content": HOLMES_EXPLANATION}],
-         "images": ["TestSet/FLUX/1_fake/f.png"]},
+        line("TestSet/FLUX/1_fake/f.png", HOLMES_EXPLANATION),
+        line("./dataset/0_real/p.png", HOLMES_REAL, mask=""),
+        line("dataset/x/q.png", None, mask="dataset/masks/q.png"),  # the class from the mask
         "this line is not JSON",
-    ]  # fmt: skip
-    (root / "explanations.jsonl").write_text(
-        "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines), encoding="utf-8"
-    )
+        line("../../etc/passwd", None, mask=""),
+        line("dataset/x/none.png"),  # no class folder, no mask
+    ]
+    (root / "dataset" / "test.jsonl").write_text("\n".join(lines), encoding="utf-8")
     return root

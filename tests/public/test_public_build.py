@@ -31,7 +31,7 @@ def _replies(path, tmp_path):
         ("sofake_ood/judgement/reddit_00001.jpg", "real", ""),  # right
         ("sofake_ood/judgement/part1_00002_openai_tampered.png", "fake", ""),  # right
         ("sofake_ood/judgement/image_00003_seedream.png", "real", ""),  # wrong
-        ("aigi_holmes/judgement/FLUX/1_fake/f.png", "fake", fx.HOLMES_EXPLANATION),  # right
+        ("aigi_holmes/judgement/TestSet/FLUX/1_fake/f.png", "fake", fx.HOLMES_EXPLANATION),
     ]
     text = "\n".join(  # the predictions reader needs an explanation on every line
         json.dumps({"sample_id": s, "answer": a, "explanation": e or "not given"})
@@ -51,7 +51,7 @@ def built(tmp_path_factory):
             {"name": "loki", "path": str(fx.loki(tmp))},
             {"name": "sofake_ood", "path": str(fx.sofake(tmp))},
             {"name": "aigi_holmes", "path": str(fx.aigi_holmes(tmp)),
-             "annotations": "explanations.jsonl"},
+             "annotations": "dataset/test.jsonl"},
         ],
         "models": [
             {"name": "always-fake", "kind": "constant", "answer": "fake"},
@@ -85,7 +85,7 @@ def test_items_are_imported_with_error_rows(built):
                                                                "aigi_holmes")}  # fmt: skip
     assert per == {"fakeclue": 2, "loki": 5, "sofake_ood": 3, "aigi_holmes": 3}
     assert "image not stored" in bad["sofake_ood/judgement/not_an_image.png"]
-    assert len(bad) == 5 + 6 + 2 + 1
+    assert len(bad) == 5 + 6 + 2 + 3
     mc = next(r for r in ok if r["item_id"] == "loki/multiple_choice/mc_0")
     assert mc["n_images"] == 2 and mc["blobs"][0] != mc["blobs"][1]
     same = {r["blobs"][0] for r in ok if r["item_id"].startswith("loki/judgement/doc_tf_fake_1")}
@@ -133,8 +133,10 @@ def test_written_replies_scored_by_hand(built):
     assert s["written/sofake_ood/judgement/all=all"]["accuracy"] == pytest.approx(2 / 3)
     assert s["written/sofake_ood/judgement/kind=full_synthetic"]["accuracy"] == 0.0
     ai = s["written/aigi_holmes/judgement/generator=FLUX"]
-    assert (ai["accuracy"], ai["n"]) == (0.5, 2)
-    assert s["written/aigi_holmes/explanation/all=all"]["rouge_l"] == pytest.approx(1.0)
+    assert (ai["accuracy"], ai["n"]) == (1.0, 1)
+    assert s["written/aigi_holmes/judgement/all=all"]["accuracy"] == pytest.approx(1 / 3)
+    aie = s["written/aigi_holmes/explanation/all=all"]  # f.png verbatim, p.png unanswered
+    assert (aie["rouge_l"], aie["n"]) == (pytest.approx(0.5), 2)
     answers = {r["answer_id"]: r for r in rows(store, "public_answers")}
     missing = answers["written/fakeclue/judgement/genimage/real/b.png"]
     assert missing["status"] == "error" and "has no line for this item" in missing["error"]

@@ -90,20 +90,40 @@ def test_sofake_ood_parquet_labels_by_version(tmp_path, v2):
     assert isinstance(got["sofake_ood/judgement/reddit_00001.jpg"]["images"][0], bytes)
 
 
-def test_aigi_holmes_folders_generators_and_explanations(tmp_path):
+def test_aigi_holmes_test_folders(tmp_path):
     root = fx.aigi_holmes(tmp_path)
-    got = by_id(import_records("aigi_holmes", str(root), annotations="explanations.jsonl"))
+    got = by_id(import_records("aigi_holmes", str(root)))
     ok = {k: (r["label"], r["generator"]) for k, r in got.items() if r["status"] == "ok"}
     assert ok == {
         "aigi_holmes/judgement/FLUX/0_real/r.png": ("real", "FLUX"),
         "aigi_holmes/judgement/FLUX/1_fake/f.png": ("fake", "FLUX"),
         "aigi_holmes/judgement/VAR/1_fake/g.jpg": ("fake", "VAR"),
     }
-    assert got["aigi_holmes/judgement/FLUX/1_fake/f.png"]["reference"] == fx.HOLMES_EXPLANATION
-    assert got["aigi_holmes/judgement/FLUX/0_real/r.png"]["reference"] is None
-    assert (
-        "outside the listing's folder" in got["aigi_holmes/judgement/VAR/1_fake/evil.png"]["error"]
-    )
+    assert got["aigi_holmes/judgement/FLUX/1_fake/f.png"]["reference"] is None
+    evil = got["aigi_holmes/judgement/VAR/1_fake/evil.png"]["error"]
+    assert "outside the listing's folder" in evil
+
+
+def test_aigi_holmes_jsonl_labels_references_and_error_rows(tmp_path):
+    root = fx.aigi_holmes(tmp_path)
+    got = by_id(import_records("aigi_holmes", str(root), annotations="dataset/test.jsonl"))
+    ok = {
+        k.removeprefix("aigi_holmes/judgement/"): r for k, r in got.items() if r["status"] == "ok"
+    }
+    assert {k: (r["label"], r["generator"]) for k, r in ok.items()} == {
+        "TestSet/FLUX/1_fake/f.png": ("fake", "FLUX"),
+        "dataset/0_real/p.png": ("real", None),
+        "dataset/x/q.png": ("fake", None),  # from its mask
+    }
+    assert ok["TestSet/FLUX/1_fake/f.png"]["reference"] == fx.HOLMES_EXPLANATION
+    assert ok["dataset/x/q.png"]["reference"] is None
+    assert ok["dataset/0_real/p.png"]["question"] == "Is this image real or fake?"
+    errors = {k.removeprefix("aigi_holmes/judgement/"): r["error"] for k, r in got.items()
+              if r["status"] == "error"}  # fmt: skip
+    assert "line 4 is not JSON" in errors["line-4"]
+    assert "climbs out with '..'" in errors["../../etc/passwd"]
+    assert "nor mask gives the class" in errors["dataset/x/none.png"]
+    assert len(errors) == 3
 
 
 def test_a_release_that_cannot_be_read_is_one_sentence(tmp_path):
