@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from forenset.benchmarks.common.reads import read_tagged
 from forenset.benchmarks.common.scorers.types import Score, null_score
 from forenset.benchmarks.common.scoring.intervals import degenerate
 from forenset.benchmarks.public.config import PublicConfig
@@ -75,24 +76,18 @@ class PublicScores(Stage[PublicConfig]):
         return specs
 
     def read_inputs(self, shard: ShardSpec) -> pa.Table:
-        """The items joined with this model's ok answers (no answer: nulls)."""
-        items: list[dict[str, Any]] = []
-        answers: dict[str, dict[str, Any]] = {}
-        for info in shard.inputs:
-            one = ShardSpec(shard.stage, shard.shard_id, shard.partition, [info], shard.params)
-            got = super().read_inputs(one).to_pylist()
-            if info.stage == "public_items":
-                items.extend(got)
-            else:
-                answers.update({a["item_id"]: a for a in got})
-        rows = []
-        for i in items:
-            a = answers.get(i["item_id"], {})
-            rows.append({**i, "verdict": a.get("verdict"), "choice": a.get("choice"),
-                         "response": a.get("explanation")})  # fmt: skip
-        return (
-            pa.Table.from_pylist(rows) if rows else pa.table({"item_id": pa.array([], pa.string())})
-        )
+        return read_tagged(self, shard)
+
+    @staticmethod
+    def joined(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items with this model's ok answer (no answer: nulls, scored as wrong / empty)."""
+        answers = {r["item_id"]: r for r in rows if r["input"] == "public_answers"}
+        return [
+            {**i, "verdict": (a := answers.get(i["item_id"], {})).get("verdict"),
+             "choice": a.get("choice"), "response": a.get("explanation")}
+            for i in rows
+            if i["input"] == "public_items"
+        ]  # fmt: skip
 
     def text_scores(self, items: list[dict[str, Any]]) -> dict[str, dict[str, Score]]:
         """Per item with a reference: BLEU-1, ROUGE-L, BERTScore-F1, similarity."""
@@ -124,7 +119,7 @@ class PublicScores(Stage[PublicConfig]):
         assert shard is not None
         t0 = time.perf_counter()
         name = shard.params["answerer"]
-        items = batch.to_pylist()
+        items = self.joined(batch.to_pylist())
         texts = [i for i in items if i.get("reference")]
         scores = self.text_scores(texts) if texts else {}
         groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
