@@ -13,4 +13,5 @@ BUILTIN: dict[str, str] = {
     "reward": "forenset.benchmarks.reward:FAMILY",
     "fakebench": "forenset.benchmarks.fakebench:FAMILY",
     "xdd": "forenset.benchmarks.xdd:FAMILY",
+    "public": "forenset.benchmarks.public:FAMILY",
 }

@@ -58,7 +58,7 @@ def test_build_summary_on_a_wide_terminal_is_one_table():
     text = out.export_text()
     assert text.count("stage ") == 1 and "discarded" in text
     # scenarios and prompts are construction stages: named, not called "not enabled"
-    assert "12 benchmark stages not enabled" in text
+    assert "15 benchmark stages not enabled" in text
     assert "no shards planned: captions" in text
 
 

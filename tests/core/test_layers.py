@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, ...]] = [
         "forenset.benchmarks.fakebench.official",  # the official release's format
         "forenset.benchmarks.fakebench.judged",  # FakeBench's judged C/P/R (its stage reads it)
         "forenset.benchmarks.reward.release",  # XAIGID-RewardBench's release format (read)
+        "forenset.benchmarks.public.formats",  # the public benchmarks' release layouts
     ),
     (
         "forenset.tasks",

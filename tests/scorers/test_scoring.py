@@ -181,6 +181,7 @@ FAMILY_DOCS = {
     "reward": "docs/reward.md",
     "safeimg": "docs/safeimg.md",
     "fakebench": "docs/fakebench.md",
+    "public": "docs/public-benchmarks.md",
 }
 
 

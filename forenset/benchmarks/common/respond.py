@@ -290,8 +290,8 @@ def _no_check(parsed: Any) -> list[str]:
 
 
 class LLMAnswers(Responder):
-    """A model pool: one request per question (its template, variables and the item's image)
-    through ``call_validated``; with ``max_attempts`` above 1 a reply the question's parser
+    """A model pool: one request per question (its template, variables and the item's image, or
+    its ``blobs`` in order when it has several) through ``call_validated``; with ``max_attempts`` above 1 a reply the question's parser
     cannot read is asked again with the reason appended (a new seed), and the last counts."""
 
     kind = "llm"
@@ -308,16 +308,18 @@ class LLMAnswers(Responder):
         reqs = []
         images: dict[str, Answer | bytes] = {}
         for q in questions:
-            blob = q.item["blob"]
-            if blob not in images:
-                try:
-                    images[blob] = stage.ctx.store.get_blob(blob)
-                except Exception as e:  # noqa: BLE001 - one missing blob must not fail the shard
-                    images[blob] = Answer.failed(describe(e), True)
-            image = images[blob]
-            if isinstance(image, Answer):
-                out[q.qid] = image
+            refs = q.item.get("blobs") or [q.item["blob"]]
+            for blob in refs:
+                if blob not in images:
+                    try:
+                        images[blob] = stage.ctx.store.get_blob(blob)
+                    except Exception as e:  # noqa: BLE001 - a missing blob fails its item only
+                        images[blob] = Answer.failed(describe(e), True)
+            failed = next((a for b in refs if isinstance(a := images[b], Answer)), None)
+            if failed is not None:
+                out[q.qid] = failed
                 continue
+            attached = [x for b in refs if isinstance(x := images[b], bytes)]
             assert q.template is not None
             reqs.append(
                 (
@@ -327,7 +329,7 @@ class LLMAnswers(Responder):
                         q.qid,
                         q.template,
                         q.prompts_dir,
-                        images=[image],
+                        images=attached,
                         response_model=None,  # free text: the family's parser reads it
                         **q.variables,
                     ),
