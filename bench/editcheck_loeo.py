@@ -47,6 +47,9 @@ LOCATED = (0.0, 0.1, 0.15, 0.2, 0.25)
 PARTIAL_ABOVE = (None, 0.1, 0.15, 0.2, 0.25, 0.3)
 MISSING_EXCESS = (None, 0.0, 0.03, 0.05, 0.08)
 REACHED = (False, True)  # reached_not_offtarget
+# rules-v5: a "missing" DISCARD whose smooth change stands this many times above its
+# surroundings (``located_ratio``) is partial; None: off
+LOCATED_PARTIAL = (None, 3.0, 4.0, 6.0, 8.0, 10.0)
 EXPECTED = {
     "good": "none",
     "missing": "edit_missing",
@@ -129,6 +132,7 @@ def rules_with(base: StrengthRules, choice: dict[str, Any]) -> StrengthRules:
         "partial_above",
         "missing_excess",
         "reached_not_offtarget",
+        "located_partial",
     ):
         if k in choice:
             update[k] = choice[k]
@@ -177,6 +181,14 @@ def choose(rows: list[dict[str, Any]]) -> dict[str, Any]:
     low_e = min(e for e, _ in scored)
     tied = [p for e, p in scored if e == low_e]
     choice.update(tied[(len(tied) - 1) // 2])
+    # rules-v5: the located partial (after the v4 stage, which it only refines)
+    scored_x = [
+        (errors(rows, rules_with(base, {**choice, "located_partial": x})), x)
+        for x in LOCATED_PARTIAL
+    ]
+    low_e = min(e for e, _ in scored_x)
+    tied_x = [x for e, x in scored_x if e == low_e]
+    choice["located_partial"] = tied_x[(len(tied_x) - 1) // 2]
     for ch in CLASSES:
         sub = [r for r in rows if r["m"]["change"] == ch]
         scored = [
@@ -261,7 +273,8 @@ def fmt(choice: dict[str, Any]) -> str:
         f"; artefacts {choice['artefacts']}; missing_below {choice['missing_below']}; "
         f"offtarget_located {choice['offtarget_located']}; partial_above "
         f"{choice['partial_above']}; missing_excess {choice['missing_excess']}; "
-        f"reached_not_offtarget {choice['reached_not_offtarget']}"
+        f"reached_not_offtarget {choice['reached_not_offtarget']}; "
+        f"located_partial {choice.get('located_partial')}"
     )
     return "; ".join(parts) + extra
 

@@ -137,6 +137,11 @@ class StrengthRules(BaseModel):
     # is then left to the artefact limits, not called off-target (a re-encode of a noisy
     # photo removes fine detail over large areas, which a good blur's own change can trail)
     reached_not_offtarget: bool = True
+    # rules-v5: a DISCARD read as missing whose smooth change (``located_ratio``: the target's
+    # low-pass Lab change against the ring around it and the image's background) stands this
+    # many times above the rest is a partial edit: a blend has a sharp edge inside the box, a
+    # re-encode changes the target and its surroundings alike. null: off
+    located_partial: float | None = Field(None, ge=0)
     margin: float = Field(0.06, ge=0, le=0.5)  # around the target, neither inside nor outside
 
     @model_validator(mode="after")
@@ -202,6 +207,28 @@ def largest_piece(mask: np.ndarray) -> float:
     m = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
     n, _, stats, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
     return float(stats[1:, cv2.CC_STAT_AREA].max()) / mask.size if n > 1 else 0.0
+
+
+# ``located_ratio``: the low-pass scale (px) of the Lab difference, and the floor (ΔE) added to
+# the ring's / background's level (an untouched, unencoded image has none)
+LOWPASS_SIGMA = 4.0
+LOWPASS_FLOOR = 1.0
+
+
+def located_ratio(d: np.ndarray, inside: np.ndarray, near: np.ndarray) -> float:
+    """The target's smooth change against the rest of the image: the 75th percentile of the
+    low-pass Lab difference's magnitude inside the target over that of the ring around it
+    (``near`` less the target) or of the image beyond it, whichever is larger, plus
+    ``LOWPASS_FLOOR``. A feathered blend (even a weak or small one) lifts the target's smooth
+    change with an edge inside the box; a re-encode or noise changes the target and its
+    surroundings alike (spatially uniform)."""
+    lo = cv2.GaussianBlur(d.astype(np.float32), (0, 0), LOWPASS_SIGMA)
+    mag = np.sqrt((lo**2).sum(-1))
+    if not inside.any():
+        return 0.0
+    rest = [mag[s] for s in (near & ~inside, ~near) if s.any()]
+    bg = max((float(np.percentile(x, 75)) for x in rest), default=0.0)
+    return float(np.percentile(mag[inside], 75)) / (bg + LOWPASS_FLOOR)
 
 
 def background_share(
@@ -440,6 +467,7 @@ def measure(
         "outside_piece": round(largest_piece((resp >= 1) & outside), 5),
         "outside_any_piece": round(largest_piece((r["maps"]["any"] >= 1) & outside), 5),
         "faint_excess": round(faint_excess, 4),
+        "located_ratio": round(located_ratio(r["lab_diff"], inside, ~outside), 4),
         "blockiness": round(block, 4),
         "noise_residual": round(noise, 4),
         "colour_cast": round(cast, 4),

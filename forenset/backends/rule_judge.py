@@ -1,6 +1,6 @@
 """The offline alignment judges and the verdict aggregation.
 
-``judge_measured`` (rules-v4, the judgments stage's): decides from ``edit_strength``'s pixel
+``judge_measured`` (rules-v5, the judgments stage's): decides from ``edit_strength``'s pixel
 measurements — how much of the target reached the change its edit kind needs, the requested
 change outside it, image-wide artefacts — and names the failure with the deciding numbers.
 ``judge`` (rules-v1): the instruction's target box vs the listed difference regions' area,
@@ -16,7 +16,7 @@ from forenset.backends.edit_strength import StrengthRules
 # v2: strength-aware coverage and measured failure categories; v3: the kind's aggregate
 # change over the target's capable pixels, and "no visible change possible"; v4: missing vs
 # partial against the image's background, off-target only for a located change
-RULE_VERSION = "rules-v4"
+RULE_VERSION = "rules-v5"
 # what ``kind_change`` measures per change class (for the rationale)
 KIND_MEASURE = {
     "blur": "high-frequency energy removed",
@@ -137,7 +137,8 @@ def judge_measured(
     quarter of the target's size or more sits elsewhere) unless the target shows clearly more
     faint change than the image's background (then a weak partial edit); then coverage against
     the kind's ``need`` (KEEP, BORDERLINE partial, DISCARD partial — or missing when the target
-    changed no more than the background)."""
+    changed no more than the background). rules-v5: a missing DISCARD whose smooth change
+    stands ``located_partial`` times above its surroundings (``located_ratio``) is partial."""
     ch = m["change"]
     r = rules.changes[ch]
     box = max(1e-6, float(m["box_area"]))
@@ -227,6 +228,20 @@ def judge_measured(
             why += f", {KIND_MEASURE[ch]} {kc:.2f} (need {r.full:.2f})"
         if faint_partial and weak < rules.missing_below:
             why += f"; a faint change over the target ({faint:+.2f} above the background)"
+    smooth = m.get("located_ratio")
+    if (
+        verdict == "DISCARD"
+        and cat == "edit_missing"
+        and rules.located_partial is not None
+        and smooth is not None
+        and float(smooth) >= rules.located_partial
+    ):
+        # a blend's edge inside the box, not a re-encode's uniform change: a partial edit
+        cat = "edit_partial"
+        why += (
+            f"; but the target's smooth change stands {float(smooth):.1f}x above its "
+            f"surroundings (need {rules.located_partial:.1f}): a weak or small partial edit"
+        )
     return _record(match, penalty, final, verdict, cat, why, RULE_VERSION)
 
 

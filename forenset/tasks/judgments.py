@@ -168,9 +168,9 @@ class JudgmentsModel(ModelStrategy["Judgments", JudgmentsConfig]):
 class Judgments(StrategyStage[JudgmentsConfig]):
     name = "judgments"
     config_model = JudgmentsConfig
-    version = (
-        "6"  # 5: rules-v3 (per-kind aggregate change, "no visible change possible"); 6: rules-v4
-    )
+    # 5: rules-v3 (per-kind aggregate change, "no visible change possible"); 6: rules-v4;
+    # 7: rules-v5 (``located_ratio`` measured)
+    version = "7"
     inputs = ("diffs",)
     input_columns = CARRY + ("grounding",)
     output_schema = SCHEMA
