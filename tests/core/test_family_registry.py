@@ -301,5 +301,5 @@ def test_a_family_registers_its_own_responder_kind():
     assert cls.__module__ == "forenset.benchmarks.fakebench.respond"
     assert responders.families_of("official") == ("fakebench",)
     assert responders.families_of("file") == ("evaluation", "reward", "public")
-    assert responders.families_of("constant") == ("reward", "fakebench")
+    assert responders.families_of("constant") == ("reward", "fakebench", "public")
     assert set(responders.responder_families()) == {"evaluation", "reward", "fakebench"}
