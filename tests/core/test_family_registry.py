@@ -302,4 +302,4 @@ def test_a_family_registers_its_own_responder_kind():
     assert responders.families_of("official") == ("fakebench",)
     assert responders.families_of("file") == ("evaluation", "reward", "public")
     assert responders.families_of("constant") == ("reward", "fakebench", "public")
-    assert set(responders.responder_families()) == {"evaluation", "reward", "fakebench"}
+    assert set(responders.responder_families()) == {"evaluation", "reward", "fakebench", "public"}
