@@ -9,7 +9,9 @@ from tests.helpers import all_rows, rows, run_local
 def test_every_stage_has_rows_and_offline_provenance(small_cfg, small_built):
     store, stats, executed = run_local(small_cfg)  # the shared build, copied: no work, same rows
     for s in stage_classes():
-        if s.name.startswith("reward_"):  # opt-in family, off here; built in tests/reward
+        if s.name.startswith(
+            ("reward_", "public_")
+        ):  # opt-in families, off here; built in tests/reward, tests/public
             assert stats[s.name].planned == 0, s.name
             continue
         assert stats[s.name].rows > 0, s.name

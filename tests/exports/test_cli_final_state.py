@@ -79,7 +79,7 @@ def test_status_fits_80_columns_and_folds_the_stages_not_enabled(built, monkeypa
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 80 and "…" not in text
     words = {w for line in lines for w in line.split()}
-    # the shared build enables evaluation and FakeBench, not the reward family
+    # the shared build enables evaluation and FakeBench, not the reward and public families
     assert {"sources", "explanations", "eval_scores", "fakebench_answers"} <= words
-    assert "6 benchmark stages not enabled" in text
+    assert "9 benchmark stages not enabled" in text
     assert not any(w.startswith("reward_") for w in words)

@@ -276,8 +276,8 @@ def test_report_folds_idle_stages_and_does_not_repeat_the_discard_table(built):
 
     store, _ = built
     text = render_report(store, gallery=0)
-    # the shared build fixture enables evaluation and FakeBench, not the reward family
-    assert "<p>6 benchmark stages not enabled</p>" in text
+    # the shared build fixture enables evaluation and FakeBench, not the reward and public families
+    assert "<p>9 benchmark stages not enabled</p>" in text
     assert "<td>reward_images</td>" not in text and "<td>eval_scores</td>" in text
     stats = text[text.index("Build statistics") :]
     assert "discard by generator" not in stats and "salience histogram" not in stats
