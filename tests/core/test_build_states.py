@@ -145,13 +145,14 @@ def test_status_counts_shards_committed_on_disk_during_a_build(tmp_path):
 
 
 FAIL_ONE_DIFFS_SHARD = """
-import sys
+import sys, time
 from forenset.tasks.diffs import Diffs
 real = Diffs.process
 calls = []
 def flaky(self, batch, spec):
     calls.append(1)
     if len(calls) == 1:
+        time.sleep(1.5)  # a stalled disk: the build outlasts the 0.5 s progress period
         raise RuntimeError("injected disk fault")
     return real(self, batch, spec)
 Diffs.process = flaky
