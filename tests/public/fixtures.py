@@ -139,6 +139,8 @@ def sofake(tmp: Path, v2: bool = True) -> Path:
         ("bad_label.png", None, None, png(colour=(5, 5, 5))),
         ("not_an_image.png", "real", None, b"this is no image"),
     ]
+    if not v2:  # v1.0 without class names: a row whose file name states another class
+        rows.append(("07_sd_tampered.png", "real", None, png(colour=(9, 9, 9))))
     cols = {
         "image": [{"bytes": b, "path": f} for f, _, _, b in rows],
         "mask": [None] * len(rows),
@@ -188,4 +190,15 @@ def aigi_holmes(tmp: Path) -> Path:
         line("dataset/x/none.png"),  # no class folder, no mask
     ]
     (root / "dataset" / "test.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    forms = [  # the other JSONL forms ms-swift 2.6 takes (its docs' Customization.md)
+        json.dumps({"conversations": [{"from": "user", "value": "<image>Real or fake?"},
+                                      {"from": "assistant", "value": HOLMES_EXPLANATION}],
+                    "images": ["TestSet/FLUX/1_fake/f.png"]}),
+        json.dumps({"conversations": [{"from": "human", "value": "<image>Sharegpt?"},
+                                      {"from": "gpt", "value": HOLMES_REAL}],
+                    "images": "dataset/0_real/p.png"}),
+        json.dumps({"query": "<image>Query?", "response": HOLMES_EXPLANATION,
+                    "images": ["./dataset/x/q.png"], "mask": "dataset/masks/q.png"}),
+    ]  # fmt: skip
+    (root / "dataset" / "forms.jsonl").write_text("\n".join(forms), encoding="utf-8")
     return root

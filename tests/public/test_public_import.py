@@ -88,6 +88,9 @@ def test_sofake_ood_parquet_labels_by_version(tmp_path, v2):
     gen = got["sofake_ood/judgement/part1_00002_openai_tampered.png"]["generator"]
     assert gen == ("openai" if v2 else None)
     assert isinstance(got["sofake_ood/judgement/reddit_00001.jpg"]["images"][0], bytes)
+    if not v2:  # the v1.0 order assumed without class names, contradicted by the file name
+        err = got["sofake_ood/judgement/07_sd_tampered.png"]["error"]
+        assert "label 1 is real in the v1.0 class order" in err and "file name says tampered" in err
 
 
 def test_aigi_holmes_test_folders(tmp_path):
@@ -122,8 +125,30 @@ def test_aigi_holmes_jsonl_labels_references_and_error_rows(tmp_path):
               if r["status"] == "error"}  # fmt: skip
     assert "line 4 is not JSON" in errors["line-4"]
     assert "climbs out with '..'" in errors["../../etc/passwd"]
-    assert "nor mask gives the class" in errors["dataset/x/none.png"]
+    assert "nor a mask field" in errors["dataset/x/none.png"]
     assert len(errors) == 3
+
+
+def test_aigi_holmes_jsonl_conversation_forms(tmp_path):
+    """ms-swift's other JSONL forms: conversations (user/assistant or human/gpt), query /
+    response, and images as one string."""
+    root = fx.aigi_holmes(tmp_path)
+    got = list(import_records("aigi_holmes", str(root), annotations="dataset/forms.jsonl"))
+    assert [r["status"] for r in got] == ["ok"] * 3
+    assert [(r["label"], r["question"], r["reference"]) for r in got] == [
+        ("fake", "Real or fake?", fx.HOLMES_EXPLANATION),
+        ("real", "Sharegpt?", fx.HOLMES_REAL),
+        ("fake", "Query?", fx.HOLMES_EXPLANATION),
+    ]
+
+
+def test_aigi_holmes_test_set_unzipped_into_its_own_folder(tmp_path):
+    root = tmp_path / "AIGI-Holmes"
+    fx.png(root / "TestSet" / "TestSet" / "VAR" / "0_real" / "r.png")
+    got = list(import_records("aigi_holmes", str(root)))
+    assert [(r["record_id"], r["label"], r["generator"]) for r in got] == [
+        ("VAR/0_real/r.png", "real", "VAR")
+    ]
 
 
 def test_a_release_that_cannot_be_read_is_one_sentence(tmp_path):

@@ -4,20 +4,25 @@ huggingface.co/datasets/zzy0123/AIGI-Holmes-Dataset).
 Two sources, both in the repository README's "recommended directory structure" (``dataset/``
 with ``0_real/``, ``1_fake/`` and ``*.jsonl``; ``TestSet/<generator>/{0_real,1_fake}/``):
 
-* without ``annotations``: the ``TestSet`` folder (``path`` is it or the folder holding it), one
-  ``judgement`` item per image, label from the class folder (``0_real`` real, ``1_fake`` fake),
-  generator from the folder above (FLUX, Infinity, Janus, Janus-Pro-1B/7B, LlamaGen, PixArt-XL,
-  SD35-L, Show-o, VAR);
-* with ``annotations`` (e.g. ``dataset/test.jsonl``): one item per JSONL line in the ms-swift
-  format the README trains with, ``{"messages": [{"role": "user", ...}, {"role": "assistant",
-  "content": ...}], "images": ["<path relative to path>"], "mask": ...}``; the label from a
-  ``0_real`` / ``1_fake`` folder in the image path, else from ``mask`` (a non-empty mask path:
-  fake, empty: real, as public loaders of the release read it); the question is the user turn,
-  the reference explanation the last assistant turn; generator from the folder above the class
-  folder when it is not ``dataset`` / ``TestSet``.
+* without ``annotations``: the ``TestSet`` folder (``path`` is it or the folder holding it, or
+  holds ``TestSet/TestSet`` when ``TestSet.zip`` was unzipped into a folder of its own name),
+  one ``judgement`` item per image, label from the class folder (``0_real`` real, ``1_fake``
+  fake), generator from the folder above (FLUX, Infinity, Janus, Janus-Pro-1B/7B, LlamaGen,
+  PixArt-XL, SD35-L, Show-o, VAR). Verified against the repository's code: the visual expert's
+  test loop reads ``<test_dataroot>/<generator>`` as a ``0_real`` / ``1_fake`` image folder
+  (``Baselines_AIGI/convert_weight2hf_config.py``, ``Baselines_AIGI/config.yaml``);
+* with ``annotations`` (e.g. ``dataset/test.jsonl``): one item per JSONL line,
+  ``images: ["<path relative to path>"]`` (a leading ``./`` dropped) and ``mask``; the label
+  from a ``0_real`` / ``1_fake`` folder in the image path, else from ``mask`` (a non-empty mask
+  path: fake, empty: real, as public loaders of the release read it); the question is the last
+  user turn, the reference explanation the last assistant turn, in whichever form the README's
+  ms-swift (2.6, its own docs' ``Customization.md``) takes: ``messages`` (role / content),
+  ``conversations`` (from / value) or ``query`` / ``response``; generator from the folder above
+  the class folder when it is not ``dataset`` / ``TestSet``.
 
-The JSONL's fields are as public code that reads the release uses them (``images[0]``,
-``mask``); the release's own files were not seen: an assumption, said in the docs.
+The JSONL's ``images`` and ``mask`` are as public code that reads the release uses them; the
+release's own files, and which conversation form its lines use, were not seen: an assumption,
+said in the docs.
 """
 
 from __future__ import annotations
@@ -36,8 +41,13 @@ QUESTION = "Is this image real or AI-generated? Answer real or fake, then explai
 
 
 def test_root(root: str) -> str:
-    sub = os.path.join(root, "TestSet")
-    return sub if os.path.isdir(sub) else root
+    """The folder holding the generator folders: ``TestSet/TestSet`` (TestSet.zip unzipped into
+    a folder of its own name), ``TestSet``, else ``root`` itself."""
+    for sub in ("TestSet/TestSet", "TestSet"):
+        p = os.path.join(root, sub)
+        if os.path.isdir(p) and not os.path.islink(p):
+            return p
+    return root
 
 
 def listing(root: str) -> list[tuple[str, str, str]]:
@@ -76,9 +86,24 @@ def _label(parts: list[str], r: dict[str, Any]) -> str | None:
     return None
 
 
-def _turn(msgs: Any, role: str) -> str | None:
-    said = [m.get("content") for m in msgs or [] if isinstance(m, dict) and m.get("role") == role]
-    return said[-1].strip() if said and isinstance(said[-1], str) and said[-1].strip() else None
+ROLES = {"user": ("user", "human"), "assistant": ("assistant", "gpt")}
+
+
+def _text(v: Any) -> str | None:
+    return v.strip() if isinstance(v, str) and v.strip() else None
+
+
+def _turn(r: dict[str, Any], role: str) -> str | None:
+    """The last ``role`` turn (user: the question, assistant: the reference) in any of the JSONL
+    forms the README's ms-swift (2.6) takes: ``messages`` (role / content), ``conversations``
+    (from / value, user|human and assistant|gpt), or ``query`` / ``response``."""
+    names = ROLES[role]
+    for key, who, what in (("messages", "role", "content"), ("conversations", "from", "value")):
+        turns = r.get(key)
+        if isinstance(turns, list) and turns:
+            said = [t.get(what) for t in turns if isinstance(t, dict) and t.get(who) in names]
+            return _text(said[-1]) if said else None
+    return _text(r.get("query" if role == "user" else "response"))
 
 
 def _jsonl(root: str, annotations: str, limit: int | None) -> Iterator[dict[str, Any]]:
@@ -97,6 +122,7 @@ def _jsonl(root: str, annotations: str, limit: int | None) -> Iterator[dict[str,
             if not isinstance(r, dict):
                 raise ValueError(f"line {i} is not a JSON object")
             images = r.get("images")
+            images = [images] if isinstance(images, str) else images
             if not isinstance(images, list) or len(images) != 1 or not isinstance(images[0], str):
                 raise ValueError(f"line {i} names not exactly one image in images")
         except ValueError as e:
@@ -107,8 +133,10 @@ def _jsonl(root: str, annotations: str, limit: int | None) -> Iterator[dict[str,
         label = _label(parts, r)
         if label is None:
             yield rec.error(
-                NAME, "judgement", name, "neither a 0_real / 1_fake folder nor mask gives the class"
-            )
+                NAME, "judgement", name,
+                "neither a 0_real / 1_fake folder in the image path nor a mask field (a mask path:"
+                " fake, empty: real) gives the class",
+            )  # fmt: skip
             continue
         try:
             image = rec.image_path(root, name)
@@ -117,11 +145,11 @@ def _jsonl(root: str, annotations: str, limit: int | None) -> Iterator[dict[str,
             continue
         cls = next((k for k, p in enumerate(parts) if p in CLASSES), None)
         gen = parts[cls - 1] if cls and parts[cls - 1] not in ("dataset", "TestSet") else None
-        question = (_turn(r.get("messages"), "user") or QUESTION).replace("<image>", "").strip()
+        question = (_turn(r, "user") or QUESTION).replace("<image>", "").strip()
         yield rec.record(
             NAME, "judgement", name,
             label=label, kind=label, category=None, generator=gen, question=question or QUESTION,
-            choices=None, answer=label, asks=None, reference=_turn(r.get("messages"), "assistant"),
+            choices=None, answer=label, asks=None, reference=_turn(r, "assistant"),
             regions=None, images=[image],
         )  # fmt: skip
 

@@ -1,12 +1,14 @@
 """FakeClue (Wen et al. 2025, FakeVLM; huggingface.co/datasets/lingcco/FakeClue).
 
-Layout read (the FakeVLM README's ``playground/data`` and its ``process_data.py``): a JSON list
-of records ``{"image": "<category>/<fake|real>/<file>", "label": 0 | 1, "cate": ...,
+Layout read: the Hugging Face download, ``data_json/test.json`` (the dataset repository's file,
+seen on its file page) beside the images of ``test.zip`` unzipped in place (``test/``; public
+download scripts unzip it there; ``test/test/`` when unzipped into a folder of its own name,
+or ``data/test/``, FakeVLM's ``playground/data/test/``). The file is a JSON list of records
+``{"image": "<source>/<fake|real>/.../<file>", "label": 0 | 1, "cate": ...,
 "conversations": [{"from": "human", "value": "<image>Does the image looks real/fake?"},
-{"from": "gpt", "value": "<the artifact explanation>"}]}``; images under the split's folder
-(``test/`` after unzipping, ``test/test/`` when the zip holds its own folder, or
-``data/test/``). ``label`` 1 is real and 0 fake (process_data.py
-files label 1 under ``real/``); the strings ``real`` / ``fake`` are accepted too.
+{"from": "gpt", "value": "<the artifact explanation>"}]}``. ``label`` 1 is real and 0 fake
+(FakeVLM's ``scripts/eval.py`` counts ``label == 1`` as real and predicts 1 for "real"); the
+strings ``real`` / ``fake`` are accepted too.
 
 One item per record, task ``judgement``: the human turn is the question, the reply's verdict is
 scored against ``label`` and the reply against the gpt turn (the reference explanation), as

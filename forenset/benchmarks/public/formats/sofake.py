@@ -1,12 +1,14 @@
 """So-Fake-OOD (Huang et al. 2025; huggingface.co/datasets/saberzl/So-Fake-OOD, CC BY 4.0).
 
-Layout read (the dataset card, checked): the Hugging Face download, parquet shards
-``data/test-*.parquet`` with columns ``image`` (``{bytes, path}``), ``mask``, ``label`` (a class
-label), ``filename`` and, from v2.0 on, ``generator``, ``source``, ``split``. The class names
-differ between versions (v1.0: 0 full_synthetic, 1 real, 2 tampered; v2.0: 0 real, 1 tampered,
-2 full_synthetic): they are read from the shard's ``huggingface`` schema metadata (what
-``datasets`` writes); without it a shard with a ``generator`` column is taken as v2.0 and one
-without as v1.0 (an assumption, said in the docs).
+Layout read (verified against the dataset card's YAML ``dataset_info`` / ``configs``, both
+revisions): the Hugging Face download, parquet shards ``data/test-*.parquet`` with columns
+``image`` (``{bytes, path}``), ``mask``, ``label`` (a class label), ``filename`` and, from v2.0
+on, ``generator``, ``source``, ``split``. The class names differ between versions (v1.0: 0
+full_synthetic, 1 real, 2 tampered; v2.0: 0 real, 1 tampered, 2 full_synthetic): they are read
+from the shard's ``huggingface`` schema metadata (what ``datasets`` writes; not seen on the
+shards themselves); without it a shard with a ``generator`` column is taken as v2.0 and one
+without as v1.0 (the two card revisions' column lists), and a row whose file name states
+another class (``*_tampered.*``, v1.0's ``full_synthetic_*``) is an error row.
 
 One ``judgement`` item per row: label ``real`` for real images, ``fake`` for full_synthetic and
 tampered (``kind`` keeps the three classes, ``generator`` the source model). So-Fake-OOD has no
@@ -18,6 +20,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -54,17 +57,29 @@ def files(root: str, annotations: str | None) -> list[str]:
         return []
 
 
-def label_names(schema: Any) -> list[str]:
-    """The label class names: the ``huggingface`` metadata's, else by version (module doc)."""
+def label_names(schema: Any) -> tuple[list[str], bool]:
+    """The label class names and whether they are the shard's own: the ``huggingface``
+    metadata's, else by version (module doc)."""
     meta = (schema.metadata or {}).get(b"huggingface")
     if meta:
         try:
             names = json.loads(meta)["info"]["features"]["label"]["names"]
             if isinstance(names, list) and all(isinstance(n, str) for n in names):
-                return names
+                return [n.strip().lower().replace(" ", "_") for n in names], True
         except (ValueError, KeyError, TypeError):
             pass
-    return V2 if "generator" in schema.names else V1
+    return (V2 if "generator" in schema.names else V1), False
+
+
+def named_class(filename: str) -> str | None:
+    """The class a file name states, in both card versions' previews: ``*_tampered.*`` is
+    tampered, ``full_synthetic_*`` (v1.0) full_synthetic; None when the name says nothing."""
+    name = filename.lower()
+    if re.search(r"_tampered\.[a-z0-9]+$", name):
+        return "tampered"
+    if name.startswith("full_synthetic_"):
+        return "full_synthetic"
+    return None
 
 
 def _image(cell: Any) -> bytes:
@@ -83,7 +98,8 @@ def read(
     n = 0
     for shard in shards(root, annotations):
         f = pq.ParquetFile(shard)
-        names = label_names(f.schema_arrow)
+        names, own = label_names(f.schema_arrow)
+        order = "v2.0" if names == V2 else "v1.0"
         cols = [
             c
             for c in ("image", "label", "filename", "generator", "source")
@@ -104,6 +120,16 @@ def read(
                     )
                     continue
                 kind = names[lab]
+                said = named_class(str(r.get("filename") or ""))
+                if not own and said is not None and said != kind:
+                    yield rec.error(
+                        NAME, "judgement", rid,
+                        f"label {lab} is {kind} in the {order} class order {names} (assumed: the "
+                        "shard has no class names in its huggingface metadata), but the file "
+                        f"name says {said}; expected a shard written by `datasets` (with class "
+                        "names) or the card's v1.0 / v2.0 columns",
+                    )  # fmt: skip
+                    continue
                 try:
                     image = _image(r.get("image"))
                 except ValueError as e:
