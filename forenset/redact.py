@@ -4,7 +4,7 @@ shards), and one-sentence CLI errors.
 
 Why one place: a model that echoes the API key it was sent (a proxy's error page, a chatty
 model, a fake server in a test) would otherwise put the key into captions, explanations,
-reward replies, cache files and every export. The secrets are the values of the environment
+judges' replies, cache files and every export. The secrets are the values of the environment
 variables a config names (``api_key_env`` and every other ``*_env`` field), remembered when a
 client reads them (:func:`remember`) or when a build starts (:func:`remember_config`), plus
 text shaped like a provider key (``sk-…``, ``AIza…``, ``hf_…``, ``ghp_…``, ``xox?-…``,

@@ -1,7 +1,8 @@
 """What every export reads: one row per dataset sample (splits joined with the stage views).
 
-Sampling (evaluation subsets, balancing) ranks rows by a BLAKE2b seed of (seed, purpose, split,
-sample id), so the chosen subset is reproducible and adding rows does not reshuffle the rest.
+Sampling (``eval_subset``, ``train_subset``, ``balanced``) ranks rows by a BLAKE2b seed of
+(seed, purpose, split, sample id), so the chosen subset is reproducible and adding rows does
+not reshuffle the rest.
 """
 
 from __future__ import annotations

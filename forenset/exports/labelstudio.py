@@ -27,9 +27,10 @@ TRIAGE_CHOICES = ("ann", "hard", "invalid")
 ANOMALY_LABELS = ("commonsense", "physics", "text", "faces", "hands", "lighting", "other")
 MODEL_VERSION = "forenset-diffs"
 
-# SafeIMG §2.5: stage 1 triage of every generated sample (reals are not triaged), stage 2 the
-# region task, shown only once the sample is triaged ``ann``: per anomaly a box, one of the 7
-# labels and a short text explanation (a per-region TextArea, same region id as its box).
+# The annotation protocol (docs/exports.md, `labelstudio`): stage 1 triage of every generated
+# sample (reals are not triaged), stage 2 the region task, shown only once the sample is triaged
+# ``ann``: per anomaly a box, one of the 7 labels and a short text explanation (a per-region
+# TextArea, same region id as its box).
 TRIAGE_XML = """<View>
   <Header value="Stage 1 - triage this generated image"/>
   <Image name="image" value="$image" zoom="true"/>
@@ -63,7 +64,7 @@ _TEXT = ("text", "sign", "letter", "word", "label")
 
 
 def anomaly_label(change_type: str | None, kind: str | None, target: str | None) -> str:
-    """Map a difference onto the SafeIMG-style anomaly labels (documented in docs/exports.md)."""
+    """Map a difference onto the region task's anomaly labels (documented in docs/exports.md)."""
     t = (target or "").lower()
     for word, lab in _PEOPLE.items():
         if word in t:

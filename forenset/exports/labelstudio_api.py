@@ -1,9 +1,10 @@
 """Label Studio through its REST API: create the triage and region projects with a Local Files
 storage each (without it the images 404), push tasks, and pull the annotations back.
 
-The region project receives a sample's task only once its triage says ``ann`` (SafeIMG §2.5), so
-``labelstudio-pull`` imports the triage, pushes the newly ``ann`` samples, then imports the
-regions. Project ids and the pushed samples live in ``<export>/labelstudio_projects.json``.
+The region project receives a sample's task only once its triage says ``ann`` (the annotation
+protocol of docs/exports.md), so ``labelstudio-pull`` imports the triage, pushes the newly
+``ann`` samples, then imports the regions. Project ids and the pushed samples live in
+``<export>/labelstudio_projects.json``.
 
 Opt-in (``projects``), the same commands create and pull the benchmark families' projects
 (``Family.labelstudio``: a golden-clue editing task, gold explanations). Their exports are only
@@ -167,7 +168,7 @@ def setup_projects(
     document_root: Path | None = None,
 ) -> dict[str, Any]:
     """Create the requested projects, each with a Local Files storage on its export folder's
-    ``images``, and import their tasks. ``safeimg`` is the triage and region pair (region tasks
+    ``images``, and import their tasks. ``CORE_PROJECT`` is the triage and region pair (region tasks
     only for samples already triaged ``ann``); a family's project is one project each.
     The state merges into ``<export_dir>/labelstudio_projects.json``, so a later call can add a
     project without recreating the others (and keeps the document root recorded there)."""

@@ -1,12 +1,11 @@
 """SFT export: one JSONL per track (complex, simple) and split, sharing ids and image files.
 
 Prompts are XPlainVerse App. 16's zero-shot detection prompts with their format instruction,
-verbatim — the ``detect_complex`` / ``detect_simple`` templates the detections stage sends —
-because App. 16 fine-tunes "using the same prompt templates and output schema as in zero-shot
-evaluation". Target: ``<reasoning>…</reasoning><answer>real|fake</answer>``. Fakes use the
-track's own explanation; reals use the authenticity explanation in both tracks (there is no
-lay version). A sample without the needed explanation is left out and counted under
-``missing``.
+verbatim — the ``detect_complex`` / ``detect_simple`` templates an ``llm`` detector is sent —
+because App. 16 fine-tunes with the zero-shot prompt templates and output schema. Target:
+``<reasoning>…</reasoning><answer>real|fake</answer>``. Fakes use the track's own explanation;
+reals use the authenticity explanation in both tracks (there is no lay version). A sample
+without the needed explanation is left out and counted under ``missing``.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ TEMPLATES = {"complex": "detect_complex", "simple": "detect_simple"}  # App. 16 
 
 
 def prompt_for(track: str) -> str:
-    """The track's App. 16 prompt with the format instruction, as the detections stage sends it."""
+    """The track's App. 16 prompt with the format instruction, as an ``llm`` detector is sent it."""
     return load_template(TEMPLATES[track]).user
 
 

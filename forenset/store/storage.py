@@ -52,7 +52,7 @@ class StorageConfig(Strict):
     endpoint: str | None = None  # S3-compatible endpoint URL (MinIO, Ceph, R2...) or GCS emulator
     region: str | None = None  # S3 region
     profile: str | None = None  # AWS profile name (~/.aws/credentials, SSO...)
-    anonymous: bool = False  # public buckets: unsigned requests
+    anonymous: bool = False  # anonymously readable buckets: unsigned requests
     # name of a Prefect Secret block whose value is a JSON object of fsspec credentials
     # (e.g. {"key": ..., "secret": ...} for S3, {"token": ...} for GCS); read at run time only
     credentials_block: str | None = None

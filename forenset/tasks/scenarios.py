@@ -1,4 +1,5 @@
-"""scenarios: SafeIMG scenario instances s = (R_c, e, m) + detail, one shard per safety category.
+"""scenarios: the safety taxonomy's scenario instances s = (R_c, e, m) + detail, one shard per
+safety category (docs/text-stages.md).
 
 A source-like stage (no inputs): the taxonomy file is its input, so its hash is in the
 fingerprint. Offline: ``sample_scenarios`` (every compatible content x media-form pair once
@@ -36,7 +37,7 @@ from forenset.text.taxonomy import (
 
 
 class ScenariosConfig(Strict):
-    """SafeIMG scenario instances, one shard per taxonomy category (12 by default)."""
+    """Scenario instances of the safety taxonomy, one shard per category (12 by default)."""
 
     enabled: bool = True
     per_category: int = Field(12, ge=1, le=10_000)

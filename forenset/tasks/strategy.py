@@ -124,7 +124,7 @@ class ModelStrategy(Strategy[S, SC]):
         self, items: Sequence[tuple[ChatRequest, Validator]], settings: LLMSettings | None = None
     ) -> dict[str, Outcome]:
         """One round for the whole shard (one run_chat per attempt) through the stage's pool."""
-        c = cast(ModelCallConfig, self.cfg)  # the model stages' configs; Detections calls its own
+        c = cast(ModelCallConfig, self.cfg)  # model stages' configs; some pass their own pool
         pool = settings or c.llm
         if pool is None:  # the model path is taken only with ``llm`` set
             raise ConfigurationError(f"stage {self.stage.name} has no model pool (llm) to call")

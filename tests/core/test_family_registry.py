@@ -6,9 +6,12 @@ modules name no family."""
 from __future__ import annotations
 
 import ast
+import io
 import re
 import subprocess
 import sys
+import tokenize
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -210,6 +213,7 @@ CORE = [
     "forenset/tasks",
     "forenset/exports",
     "forenset/flows",
+    "forenset/backends",
     "forenset/benchmarks/common",
 ]
 
@@ -222,19 +226,22 @@ def family_words() -> list[str]:
     return sorted(words)
 
 
-def code_lines(path: Path) -> list[tuple[int, str]]:
-    """The module's code without comments and docstrings (prose may cite a paper)."""
-    import ast
-    import io
-    import tokenize
-
-    src = path.read_text()
-    docs = set()
+def docstring_lines(src: str) -> set[int]:
+    """The line numbers of the module's, classes' and functions' docstrings."""
+    docs: set[int] = set()
     for node in ast.walk(ast.parse(src)):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-                docs |= set(range(body[0].lineno, body[0].end_lineno + 1))
+            first = body[0]
+            if isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                docs |= set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    return docs
+
+
+def code_lines(path: Path) -> list[tuple[int, str]]:
+    """The module's code without comments and docstrings (:func:`prose_lines` has those)."""
+    src = path.read_text()
+    docs = docstring_lines(src)
     keep: dict[int, str] = {}
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
         if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT):
@@ -245,23 +252,40 @@ def code_lines(path: Path) -> list[tuple[int, str]]:
     return sorted(keep.items())
 
 
+def prose_lines(path: Path) -> list[tuple[int, str]]:
+    """The module's comments and docstrings, line by line: what :func:`code_lines` leaves out."""
+    src = path.read_text()
+    lines = src.splitlines()
+    keep = {no: lines[no - 1] for no in docstring_lines(src)}
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type == tokenize.COMMENT:
+            keep[tok.start[0]] = tok.string
+    return sorted(keep.items())
+
+
 # Core modules that still name a family (issue 39: not moved yet); the list only shrinks.
 PENDING: set[str] = set()
 
 
-# Strings that keep a family's old name on purpose: a seed label changes every draw made with
-# it, so it stays what it was when the detector's training draw was first seeded.
-# The Label Studio triage + region pair of the built dataset keeps its key ``safeimg`` (the
-# SafeIMG §2.5 protocol; state files and ``--projects`` name it): it is core's, not the family's.
-KEPT_NAMES = {
-    ("forenset/benchmarks/common/training.py", '"detections"'),
-    ("forenset/exports/formats.py", 'CORE_PROJECT = "safeimg"'),
-    # the English word in the private-address refusal, not the public-benchmarks family
-    ("forenset/paths.py", "non-public address"),
+# The only places core may spell a family's name, code or prose: (module, exact text) -> why.
+# A line of that module is let through when it holds the text.
+KEPT_NAMES: dict[tuple[str, str], str] = {
+    ("forenset/benchmarks/common/training.py", '"detections"'): (
+        "the purpose label of the detector's training draw: changing a seed label changes "
+        "every draw made with it, so it stays what it was when the draw was first seeded"
+    ),
+    ("forenset/exports/formats.py", 'CORE_PROJECT = "safeimg"'): (
+        "the key of the built dataset's Label Studio triage + region pair: state files and "
+        "``--projects`` name it; the pair is core's, not the family's"
+    ),
+    ("forenset/paths.py", "non-public address"): (
+        "the English word in the private-address refusal, not the public-benchmarks family"
+    ),
 }
 
 
-def core_mentions() -> list[str]:
+def core_mentions(lines: Callable[[Path], list[tuple[int, str]]] = code_lines) -> list[str]:
+    """Each ``lines`` line of a core module that names a family, unless ``KEPT_NAMES`` keeps it."""
     files = subprocess.run(
         ["git", "ls-files", *CORE], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout.split()
@@ -270,7 +294,7 @@ def core_mentions() -> list[str]:
     for name in files:
         if not name.endswith(".py"):
             continue
-        for no, line in code_lines(ROOT / name):
+        for no, line in lines(ROOT / name):
             if any(f == name and tok in line for f, tok in KEPT_NAMES):
                 continue
             if pattern.search(line):
@@ -280,12 +304,26 @@ def core_mentions() -> list[str]:
 
 def test_core_modules_name_no_family():
     """``git grep`` of core for the families' names and their stages' and tables' names finds
-    nothing in code (comments and docstrings may cite the papers the core follows)."""
+    nothing in code (:func:`test_core_prose_names_no_family` reads the comments and docstrings)."""
     found = core_mentions()
     new = [f for f in found if f.partition(":")[0] not in PENDING]
     assert not new, "core names a family:\n" + "\n".join(new)
     done = PENDING - {f.partition(":")[0] for f in found}
     assert not done, f"no longer names a family, drop from PENDING: {sorted(done)}"
+
+
+def test_core_prose_names_no_family():
+    """Nor in comments and docstrings: core's prose says what core needs ("a family's stages",
+    "the paper's protocol"); a citation of a family's paper lives in the family's package."""
+    found = core_mentions(prose_lines)
+    assert not found, "core prose names a family:\n" + "\n".join(found)
+
+
+def test_the_kept_names_are_still_there():
+    """Every ``KEPT_NAMES`` entry still matches its module, with its reason: the list only
+    holds exceptions that exist (a stale one would let a later line through unread)."""
+    for (name, text), why in KEPT_NAMES.items():
+        assert why and text in (ROOT / name).read_text(), (name, text)
 
 
 def test_a_family_registers_its_own_responder_kind():

@@ -302,7 +302,7 @@ class DiffusersBackend:
         self._resolved = self.config.resolved()
         self._oom_key = self.config.load_key() if pipeline is None else f"injected:{id(pipeline)}"
 
-    # -- public API
+    # -- the ImageBackend interface
 
     def generate(self, requests: list[GenerateRequest]) -> list[ImageResult]:
         """Text-to-image, one result per request in request order."""

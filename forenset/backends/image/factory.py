@@ -131,7 +131,7 @@ def create(generator: Generator) -> ImageBackend:
 
 
 # One backend (e.g. a loaded pipeline) per generator config per process, shared by every stage
-# that generates (candidates, reward_images).
+# that generates images (candidates, and a benchmark family's own image stages).
 _SHARED: dict[str, ImageBackend] = {}
 
 

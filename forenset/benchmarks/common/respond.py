@@ -58,7 +58,7 @@ class Question:
 
     qid: str
     item: dict[str, Any]  # the input row (``blob``: the image)
-    key: str = ""  # the id a predictions file names (sample_id, reward_image_id)
+    key: str = ""  # the id a predictions file names (sample_id, or a family's item id)
     template: str | None = None  # llm: the prompt template and its variables
     prompts_dir: str | None = None
     variables: dict[str, Any] = field(default_factory=dict)

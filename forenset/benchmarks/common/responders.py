@@ -1,4 +1,4 @@
-"""Responders: every model under evaluation, one abstraction for the benchmark families.
+"""Responders: every model a benchmark assesses, one abstraction for the benchmark families.
 
 A responder answers questions about images: the offline forensic detector (``detector``), a
 model pool (``llm``), a predictions or written-answers file (``file``, the human baseline
@@ -10,7 +10,7 @@ format) is in its ``Family.responders``.
 
 Why a registry: a kind is looked up by name, built-ins first, then the families' own kinds,
 then the ``forenset.responders`` entry-point group (as image backends in ``forenset.backends.image.factory``), so a plugin
-package adds a model under evaluation by being installed::
+package adds a model to assess by being installed::
 
     [project.entry-points."forenset.responders"]
     mymodel = "my_plugin:MyResponder"
@@ -58,7 +58,8 @@ class ResponderConfig(Strict):
 class DetectorResponder(ResponderConfig):
     """The offline forensic detector: forensic features + a scikit-learn classifier trained on
     a seeded draw of ``train_per_class`` per label of the train split (``common.training``).
-    ``grounded: false`` (reward) explains the same verdict with an ungrounded sentence."""
+    ``grounded: false`` (an ungrounded baseline) explains the same verdict with an ungrounded
+    sentence."""
 
     kind: Literal["detector"] = "detector"
     classifier: Literal["logreg", "hgb"] = "logreg"
@@ -88,7 +89,7 @@ class ConstantResponder(ResponderConfig):
     """Always ``answer`` (also spelled ``belief``), naming no evidence: the floor."""
 
     kind: Literal["constant"] = "constant"
-    # ``belief``: the reward family's older key. pydantic's mypy plugin cannot see the alias
+    # ``belief``: the older key of a family's configs. pydantic's mypy plugin cannot see the alias
     # choices, hence the ignore (the field is optional, so the generated __init__ is unaffected).
     answer: Literal["real", "fake"] = Field(  # type: ignore[pydantic-alias]
         "real", validation_alias=AliasChoices("answer", "belief")

@@ -1,13 +1,14 @@
-"""The offline forensic detector trained on the run's train split, shared by every family that
-evaluates it (evaluation's ``detections``, reward's ``detector`` policies, FakeBench's
-``detector`` models), so no stage builds another stage to train it.
+"""The offline forensic detector trained on the run's train split, shared by every family whose
+model lists name a ``detector`` responder (a detection stage's detectors, a judged benchmark's
+policies, a question benchmark's models), so no stage builds another stage to train it.
 
 The draw is ``train_per_class`` samples per label, the first of a ranking seeded by (build seed,
-"detections", detector name, sample id): the same draw, hence the same detector, whichever family
-asks. ``train_per_class`` caps each label; the split is rarely balanced (several edits and renders
-per real photo), so the classifier weighs the classes equally (``detector.CLASS_WEIGHT``) rather
-than drawing the larger class down to the smaller and discarding the rest. A trained detector is cached per process by its training fingerprint (classifier and the
-drawn samples), so the shards of a worker train it once.
+the fixed purpose label of :func:`training_draw`, detector name, sample id): the same draw,
+hence the same detector, whichever family asks. ``train_per_class`` caps each label; the split
+is rarely balanced (several edits and renders per real photo), so the classifier weighs the
+classes equally (``detector.CLASS_WEIGHT``) rather than drawing the larger class down to the
+smaller and discarding the rest. A trained detector is cached per process by its training
+fingerprint (classifier and the drawn samples), so the shards of a worker train it once.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ _TRAIN_LOCK = threading.Lock()
 def training_draw(
     seed: int, d: DetectorConfig, train: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """``train_per_class`` samples per label, the first of a seeded ranking."""
+    """``train_per_class`` samples per label, the first of a seeded ranking. The purpose label
+    stays the one the first draw was seeded with: changing it would change every detector."""
     chosen = []
     for label in LABELS:
         pool = sorted(

@@ -9,6 +9,11 @@ Tables 5-7's: ``auto_average`` (BLEU-1, BLEU-2, ROUGE-L, similarity), ``judged_a
 (Completeness, Preciseness, Relevance on 0-2) and ``average`` = (auto + judged / 2) / 2, a side
 with no measure left out (``details.of`` names the measures used). Their bootstrap resamples the
 units once and recomputes every measure, then the averages, on that resample.
+
+§4.1 "Measures": FakeClue and FakeQA answers are scored against the golden clues with BLEU-1,
+BLEU-2 and ROUGE-L (:mod:`forenset.benchmarks.common.scorers.text_overlap`: sacrebleu without
+smoothing, as the paper's near-zero FakeQA BLEU-2 values show) and "Sim.", the cosine similarity
+of sentence embeddings (:mod:`forenset.benchmarks.common.scorers.similarity`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """SafeIMG's benchmark: triage and region sets from the human annotations, its Table 2/3
-scores and report section (no stages of its own)."""
+scores and report section (no stages of its own).
+
+Core follows the paper for the dataset this benchmark reads: the safety taxonomy's scenario
+instances s = (R_c, e, m) (``forenset.tasks.scenarios``, ``forenset.text.taxonomy``) and the
+§2.5 annotation, the triage + region Label Studio pair (``forenset.exports.labelstudio``),
+whose project key ``CORE_PROJECT`` is still ``"safeimg"`` (docs/safeimg.md)."""
 
 from forenset.families import Family
 

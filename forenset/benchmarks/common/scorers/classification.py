@@ -1,6 +1,6 @@
 """Detection scores: binary F1 with fake as the positive class, and accuracy (scikit-learn).
 
-The seed paper reports detection as binary F1 (§5 "Evaluation Protocol"; App. 16.0.0.5 parses the
+The seed paper reports detection as binary F1 (§5, its protocol; App. 16.0.0.5 parses the
 label from the ``<answer>`` field). It does not say how an answer that cannot be parsed counts; we
 fix the rule here so that a detector cannot gain by refusing to answer:
 

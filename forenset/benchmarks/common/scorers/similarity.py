@@ -1,6 +1,7 @@
 """Sentence similarity (Reimers & Gurevych, 2019) of a generated text and a golden one.
 
-FakeBench (§4.1) reports "Sim.": the cosine similarity of the two texts' sentence embeddings.
+Explanation benchmarks report it as "Sim.": the cosine similarity of the two texts' sentence
+embeddings.
 The encoder is loaded from a local folder (a Sentence-BERT model such as all-MiniLM-L6-v2 keeps
 its transformer in the folder root): texts are embedded as sentence-transformers does with that
 folder's own settings (``SentenceConfig``: max_seq_length, pooling, normalisation; a plain

@@ -1,12 +1,13 @@
-"""BLEU-1/2 and ROUGE-L of a generated text against a golden one (FakeBench §4.1 "Measures").
+"""BLEU-1/2 and ROUGE-L of a generated text against a golden one.
 
-FakeBench scores FakeClue and FakeQA answers with BLEU-1, BLEU-2 (Papineni et al.) and ROUGE-L
-(Lin) against the golden clues. Both come from the libraries the community reports with, so the
-numbers are comparable: ``sacrebleu`` (sentence BLEU with its ``13a`` tokenizer, n-gram orders up
-to 1 or 2, brevity penalty, *no smoothing*: a text without a matching bigram has BLEU-2 = 0, as
-the paper's near-zero FakeQA values show) and ``rouge-score`` (ROUGE-L F-measure, its default
-lower-casing tokenizer, no stemming). Values are in [0, 1] (sacrebleu's 0–100 divided by 100).
-An empty prediction scores 0 on every metric: it earns no credit.
+Explanation benchmarks score generated explanations with BLEU-1, BLEU-2 (Papineni et al.) and
+ROUGE-L (Lin) against golden texts (a family's scorers cite their paper's use of them). Both
+come from the libraries the community reports with, so the numbers are comparable:
+``sacrebleu`` (sentence BLEU with its ``13a`` tokenizer, n-gram orders up to 1 or 2, brevity
+penalty, *no smoothing*: a text without a matching bigram has BLEU-2 = 0) and ``rouge-score``
+(ROUGE-L F-measure, its default lower-casing tokenizer, no stemming). Values are in [0, 1]
+(sacrebleu's 0–100 divided by 100). An empty prediction scores 0 on every metric: it earns no
+credit.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The one result shape every scorer returns: a value or null with the reason, and who computed it.
 
-Evaluation tables mix metrics from several models (an LLM evaluator, a BERTScore encoder, the SLE
+Score tables mix metrics from several models (an LLM evaluator, a BERTScore encoder, the SLE
 regressor); a number without the model that produced it cannot be compared across runs, and a
 missing model must never turn into a made-up number. So each result carries ``model`` (a local
 path or a pool label) and ``backend``, and ``value is None`` always comes with a ``reason``.

@@ -87,7 +87,7 @@ def units_bootstrap(
     strict: bool = False,
 ) -> tuple[dict[str, tuple[float, float] | None], int]:
     """Percentile intervals of a per-subject group statistic (a :class:`GroupStatistic`, e.g.
-    Elo over games), as public arenas compute them: each round draws len(units) units with
+    Elo over games), as open leaderboard arenas compute them: each round draws len(units) units with
     replacement, in the drawn order, and recomputes ``statistic`` on that draw. Returns each
     subject's interval (None: no draw defined it) and the number of draws on which the statistic
     raised ``ArithmeticError``; with ``strict`` any such draw leaves every interval None."""

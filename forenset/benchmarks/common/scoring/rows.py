@@ -31,7 +31,7 @@ def score_rows(
     ``<group_id>/<metric>``; the interval is seeded by ``intervals.seed`` (else ``seed``, the
     build seed) and the score_id; the row's ``seed`` column holds that seed. A
     :class:`GroupStatistic` (one value per subject of a whole group of units, e.g. Elo) has no
-    per-group form: its family's stage scores it (reward's arena), so it is skipped here."""
+    per-group form: its family's stage scores it (e.g. an arena's Elo), so it is skipped here."""
     base = intervals.seed if intervals.seed is not None else seed
     rows = []
     for s in scorers:

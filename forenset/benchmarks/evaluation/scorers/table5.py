@@ -1,6 +1,7 @@
-"""XPlainVerse Table 5 as scorers: detection F1 and accuracy (§5, fake = positive) and the
-explanation metrics (§4, App. 15) per track: complex = EntityScore, EvidenceScore, BERTScore-F1;
-simple = BERTScore-F1, SLE (normalised, eq. 7-8).
+"""XPlainVerse Table 5 as scorers: detection F1 and accuracy (§5 "Evaluation Protocol", fake =
+positive; an unparseable answer by the rule of ``common.scorers.classification``) and the
+explanation metrics (§4, App. 15) per track: complex = EntityScore, EvidenceScore,
+BERTScore-F1; simple = BERTScore-F1, SLE (normalised, eq. 7-8).
 
 The model-based item scores are computed by the ``eval_scores`` stage in batches (one model
 load per shard) and handed to these scorers in each item's ``scores`` mapping; a group value
