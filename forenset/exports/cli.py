@@ -239,7 +239,9 @@ def labelstudio_pull_cmd(
     except (LabelStudioError, AnnotationImportError, OSError) as e:
         echo_fail(str(e))
     typer.echo(json.dumps(res))
-    for key in ("fakeclue", "gold"):
+    from forenset.families import families
+
+    for key in (k for f in families() for k in f.labelstudio):  # each family's projects
         if key in res:
             typer.echo(f"next ({key}): {res[key]['next']}", err=True)
 
