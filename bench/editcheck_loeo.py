@@ -5,7 +5,8 @@ Every candidate is measured once (``edit_strength.measure``: the measurements do
 the thresholds searched); the grid re-runs only the rule judge over the stored measurements.
 First the artefact limits (noise residual, colour cast) and ``missing_below`` are chosen over
 all rows; then (rules-v4) ``offtarget_located`` x ``partial_above`` x ``missing_excess`` x
-``reached_not_offtarget`` over all rows; then per change class (colour, luminance, texture, blur) ``need`` (per-pixel coverage
+``reached_not_offtarget`` over all rows; then (rules-v5) ``located_partial`` and (rules-v6)
+``codec_missing`` over all rows; then per change class (colour, luminance, texture, blur) ``need`` (per-pixel coverage
 of the target) x ``full`` (the kind's aggregate change over the target, or none) x ``extent``
 / ``share`` (the touched part of the target, and the share of it fully changed) on that
 class's rows. Each choice has the fewest errors on the tuning editors (good edits discarded,
@@ -25,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from forenset.backends.edit_strength import StrengthRules, measure
+from forenset.backends.edit_strength import StrengthRules, codec_explained, measure
 from forenset.backends.rule_judge import judge_measured
 from forenset.tasks.candidates import external_instruction
 from forenset.tasks.editcheck import offline_check
@@ -50,6 +51,13 @@ REACHED = (False, True)  # reached_not_offtarget
 # rules-v5: a "missing" DISCARD whose smooth change stands this many times above its
 # surroundings (``located_ratio``) is partial; None: off
 LOCATED_PARTIAL = (None, 3.0, 4.0, 6.0, 8.0, 10.0)
+# rules-v6: a partial / off-target DISCARD that a re-encode of the source explains is missing
+# when under this share of the target is touched beyond the re-encode; None: off
+CODEC_MISSING = (None, 0.01, 0.02, 0.04, 0.06, 0.08)
+# the codec test is measured (``edit_strength.codec_explained``) for every row the grid could
+# discard as partial or off-target: coverage under this (above every ``need`` of NEEDS) or any
+# requested / any change outside the target (``offtarget_min``)
+CODEC_GATE_COVERAGE = 0.6
 EXPECTED = {
     "good": "none",
     "missing": "edit_missing",
@@ -107,11 +115,17 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def measured(cands: list[Any]) -> list[dict[str, Any]]:
     """One row per candidate: truth, op, instruction and the threshold-free measurements."""
     rows = []
+    lim = StrengthRules().offtarget_min
     for c in cands:
         ins = external_instruction(c.listing)
-        rows.append(
-            {"c": c, "fault": c.fault, "op": c.op, "ins": ins, "m": measure(c.real, c.fake, ins)}
-        )
+        m = measure(c.real, c.fake, ins)
+        if (
+            m["coverage"] < CODEC_GATE_COVERAGE
+            or m["outside_frac"] >= lim
+            or m["outside_any"] >= lim
+        ):
+            m.update(codec_explained(c.real, c.fake, ins))
+        rows.append({"c": c, "fault": c.fault, "op": c.op, "ins": ins, "m": m})
     return rows
 
 
@@ -133,6 +147,7 @@ def rules_with(base: StrengthRules, choice: dict[str, Any]) -> StrengthRules:
         "missing_excess",
         "reached_not_offtarget",
         "located_partial",
+        "codec_missing",
     ):
         if k in choice:
             update[k] = choice[k]
@@ -189,6 +204,13 @@ def choose(rows: list[dict[str, Any]]) -> dict[str, Any]:
     low_e = min(e for e, _ in scored_x)
     tied_x = [x for e, x in scored_x if e == low_e]
     choice["located_partial"] = tied_x[(len(tied_x) - 1) // 2]
+    # rules-v6: the codec test (after the located partial; it re-reads partial / off-target)
+    scored_c = [
+        (errors(rows, rules_with(base, {**choice, "codec_missing": x})), x) for x in CODEC_MISSING
+    ]
+    low_e = min(e for e, _ in scored_c)
+    tied_c = [x for e, x in scored_c if e == low_e]
+    choice["codec_missing"] = tied_c[(len(tied_c) - 1) // 2]
     for ch in CLASSES:
         sub = [r for r in rows if r["m"]["change"] == ch]
         scored = [
@@ -274,7 +296,8 @@ def fmt(choice: dict[str, Any]) -> str:
         f"offtarget_located {choice['offtarget_located']}; partial_above "
         f"{choice['partial_above']}; missing_excess {choice['missing_excess']}; "
         f"reached_not_offtarget {choice['reached_not_offtarget']}; "
-        f"located_partial {choice.get('located_partial')}"
+        f"located_partial {choice.get('located_partial')}; "
+        f"codec_missing {choice.get('codec_missing')}"
     )
     return "; ".join(parts) + extra
 

@@ -17,10 +17,12 @@ says whether the requested change landed elsewhere (off-target), and image-wide 
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import cv2
 import numpy as np
+from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from forenset.backends.offline_diff import ssim_map
@@ -142,6 +144,12 @@ class StrengthRules(BaseModel):
     # many times above the rest is a partial edit: a blend has a sharp edge inside the box, a
     # re-encode changes the target and its surroundings alike. null: off
     located_partial: float | None = Field(None, ge=0)
+    # rules-v6: a weak-change DISCARD (partial or off-target) is missing when a re-encode of the
+    # source explains the difference (``codec_explained``): with the best-fitting JPEG / WebP
+    # re-encode of the source taken out, under this share of the target is still touched
+    # (``codec_weak``), the target shows no faint change above the background (``codec_faint``
+    # < ``partial_above``) and nothing located is left outside it (``codec_piece``). null: off
+    codec_missing: float | None = Field(None, ge=0, le=1)
     margin: float = Field(0.06, ge=0, le=0.5)  # around the target, neither inside nor outside
 
     @model_validator(mode="after")
@@ -229,6 +237,118 @@ def located_ratio(d: np.ndarray, inside: np.ndarray, near: np.ndarray) -> float:
     rest = [mag[s] for s in (near & ~inside, ~near) if s.any()]
     bg = max((float(np.percentile(x, 75)) for x in rest), default=0.0)
     return float(np.percentile(mag[inside], 75)) / (bg + LOWPASS_FLOOR)
+
+
+# ``codec_explained``: the generic re-encodes tried (Pillow; not any one editor's settings):
+# JPEG (libjpeg defaults: 4:2:0) at every quality from 60 to 100 (the fit is not smooth in
+# quality: a neighbouring quality's tables fit worse than a distant one's), WebP (twelve times
+# slower to encode) at every other quality, then either side of its three best; images above
+# ``CODEC_MAX_PIXELS`` choose the re-encode in a window around the target (aligned to the
+# codecs' 16-px macroblocks), so the cost is bounded
+CODEC_QUALITIES = {"JPEG": tuple(range(60, 101)), "WEBP": tuple(range(60, 101, 2))}
+CODEC_REFINE = 3
+CODEC_MAX_PIXELS = 512 * 512
+
+
+def reencode(img: np.ndarray, fmt: str, quality: int) -> np.ndarray:
+    """``img`` (RGB uint8) encoded as ``fmt`` at ``quality`` with Pillow and decoded again."""
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, format=fmt, quality=int(quality))
+    buf.seek(0)
+    return np.asarray(Image.open(buf).convert("RGB"))
+
+
+def best_reencode(
+    real: np.ndarray, fake: np.ndarray, sel: np.ndarray
+) -> tuple[str, float, np.ndarray]:
+    """The re-encode of ``real`` closest to ``fake`` over ``sel`` (mean |RGB difference|):
+    (label, that mean, the re-encoded image); ``"none"`` with ``real`` itself when no re-encode
+    fits better than the source as it is."""
+    f = fake.astype(np.int16)
+
+    def fit(img: np.ndarray) -> float:
+        return float(np.abs(f - img.astype(np.int16))[sel].mean()) if sel.any() else 0.0
+
+    best = (fit(real), "none", real)
+    for fmt, grid in CODEC_QUALITIES.items():
+        tried = {q: reencode(real, fmt, q) for q in grid}
+        scores = {q: fit(img) for q, img in tried.items()}
+        for top in sorted(scores, key=lambda q: scores[q])[:CODEC_REFINE]:
+            for q in (top - 1, top + 1):
+                if grid[0] <= q <= grid[-1] and q not in tried:
+                    tried[q] = reencode(real, fmt, q)
+                    scores[q] = fit(tried[q])
+        top = min(scores, key=lambda q: scores[q])
+        if scores[top] < best[0]:
+            best = (scores[top], f"{fmt} {top}", tried[top])
+    return best[1], best[0], best[2]
+
+
+def codec_window(box: list[float], h: int, w: int) -> tuple[int, int, int, int]:
+    """The pixel window (y0, y1, x0, x1) the codec test reads: the whole image up to
+    ``CODEC_MAX_PIXELS``, else the target with one target size on each side (at least 256 px
+    a side), its origin on the 16-px macroblock grid so block boundaries are the image's own."""
+    if h * w <= CODEC_MAX_PIXELS:
+        return 0, h, 0, w
+    bw, bh = (box[2] - box[0]) * w, (box[3] - box[1]) * h
+    sx, sy = max(bw, (256 - bw) / 2), max(bh, (256 - bh) / 2)
+    x0 = int(max(0.0, box[0] * w - sx)) // 16 * 16
+    y0 = int(max(0.0, box[1] * h - sy)) // 16 * 16
+    x1 = min(w, int(np.ceil(box[2] * w + sx)))
+    y1 = min(h, int(np.ceil(box[3] * h + sy)))
+    return y0, y1, x0, x1
+
+
+def _codec_of(label: str) -> tuple[str, int]:
+    fmt, q = label.split()
+    return fmt, int(q)
+
+
+def codec_explained(
+    real: np.ndarray,
+    fake: np.ndarray,
+    instruction: dict[str, Any],
+    strength: StrengthRules | None = None,
+) -> dict[str, Any]:
+    """Whether re-encoding the source explains the difference: the best generic re-encode of
+    ``real`` (``best_reencode``, fitted outside the target and its margin, where nothing was
+    asked to change) is taken as the reference, and the target is measured against it as
+    ``measure`` does. ``codec_weak``: the share of the target still visibly touched;
+    ``codec_faint``: its faint change above the background; ``codec_piece``: the largest
+    located piece of change left outside (requested kind or any), as an image fraction.
+    A re-encoded "missing" edit leaves nothing; a partial blend or an edit elsewhere remains."""
+    sr = strength or StrengthRules()
+    if fake.shape != real.shape:
+        fake = cv2.resize(fake, (real.shape[1], real.shape[0]), interpolation=cv2.INTER_AREA)
+    h, w = real.shape[:2]
+    box = list(instruction.get("change_bbox") or [0.0, 0.0, 1.0, 1.0])
+    y0, y1, x0, x1 = codec_window(box, h, w)
+    ch, cw = y1 - y0, x1 - x0
+    sub = [
+        float(np.clip(v, 0.0, 1.0))
+        for v in (
+            (box[0] * w - x0) / cw,
+            (box[1] * h - y0) / ch,
+            (box[2] * w - x0) / cw,
+            (box[3] * h - y0) / ch,
+        )
+    ]
+    away = ~_box_mask(sub, ch, cw, sr.margin)
+    label, fit, ref = best_reencode(
+        np.ascontiguousarray(real[y0:y1, x0:x1]),
+        np.ascontiguousarray(fake[y0:y1, x0:x1]),
+        away if away.any() else np.ones((ch, cw), bool),
+    )
+    if (ch, cw) != (h, w):  # chosen on the window, measured on the whole image
+        ref = real if label == "none" else reencode(real, *_codec_of(label))
+    m = measure(ref, fake, instruction, sr)
+    return {
+        "codec": label,
+        "codec_fit": round(fit, 4),
+        "codec_weak": m["weak_coverage"],
+        "codec_faint": m["faint_excess"],
+        "codec_piece": max(m["outside_piece"], m["outside_any_piece"]),
+    }
 
 
 def background_share(

@@ -15,8 +15,12 @@ from forenset.backends.edit_strength import StrengthRules
 
 # v2: strength-aware coverage and measured failure categories; v3: the kind's aggregate
 # change over the target's capable pixels, and "no visible change possible"; v4: missing vs
-# partial against the image's background, off-target only for a located change
-RULE_VERSION = "rules-v5"
+# partial against the image's background, off-target only for a located change; v5: a located
+# smooth change makes a "missing" partial; v6: a weak-change DISCARD that a re-encode of the
+# source explains is missing
+RULE_VERSION = "rules-v6"
+# the categories of a weak-change DISCARD that the codec test (rules-v6) may read as missing
+CODEC_CATEGORIES = ("edit_partial", "off_target")
 # what ``kind_change`` measures per change class (for the rationale)
 KIND_MEASURE = {
     "blur": "high-frequency energy removed",
@@ -138,7 +142,10 @@ def judge_measured(
     faint change than the image's background (then a weak partial edit); then coverage against
     the kind's ``need`` (KEEP, BORDERLINE partial, DISCARD partial — or missing when the target
     changed no more than the background). rules-v5: a missing DISCARD whose smooth change
-    stands ``located_partial`` times above its surroundings (``located_ratio``) is partial."""
+    stands ``located_partial`` times above its surroundings (``located_ratio``) is partial.
+    rules-v6: a partial or off-target DISCARD of a re-encoded candidate whose difference a
+    re-encode of the source explains (``codec_weak`` < ``codec_missing``, no faint change above
+    the background, nothing located left outside) is missing."""
     ch = m["change"]
     r = rules.changes[ch]
     box = max(1e-6, float(m["box_area"]))
@@ -242,7 +249,43 @@ def judge_measured(
             f"; but the target's smooth change stands {float(smooth):.1f}x above its "
             f"surroundings (need {rules.located_partial:.1f}): a weak or small partial edit"
         )
+    if verdict == "DISCARD" and codec_says_missing(m, cat, rules):
+        cat = "edit_missing"
+        why += (
+            f"; but a re-encode of the source ({m['codec']}) explains the change: "
+            f"{float(m['codec_weak']):.2f} of the target touched beyond it "
+            f"(< {rules.codec_missing:.2f}), nothing located elsewhere: missing"
+        )
     return _record(match, penalty, final, verdict, cat, why, RULE_VERSION)
+
+
+def wants_codec(m: dict[str, Any], rec: dict[str, Any], rules: StrengthRules) -> bool:
+    """Whether the codec test (``edit_strength.codec_explained``) can change ``rec``: the
+    rule is on, the verdict a weak-change DISCARD and the codec not measured yet (the cost of
+    the re-encodes is paid for these rows only)."""
+    return (
+        rules.codec_missing is not None
+        and rec["verdict"] == "DISCARD"
+        and rec["failure_category"] in CODEC_CATEGORIES
+        and "codec" not in m
+    )
+
+
+def codec_says_missing(m: dict[str, Any], cat: str, rules: StrengthRules) -> bool:
+    """rules-v6: a re-encode of the source (not the source as it is) explains the difference —
+    the target is touched beyond it on under ``codec_missing`` of its area, shows no faint
+    change above the background (``partial_above``) and nothing located is left outside
+    (under ``offtarget_min``, or ``offtarget_located`` of the target's area)."""
+    if rules.codec_missing is None or cat not in CODEC_CATEGORIES:
+        return False
+    if m.get("codec") in (None, "none"):
+        return False
+    box = max(1e-6, float(m["box_area"]))
+    faint = m.get("codec_faint")
+    if faint is not None and rules.partial_above is not None and faint >= rules.partial_above:
+        return False
+    left = max(rules.offtarget_min, rules.offtarget_located * box)
+    return float(m["codec_weak"]) < rules.codec_missing and float(m["codec_piece"]) < left
 
 
 def _record(

@@ -23,10 +23,10 @@ from typing import Any
 import pyarrow as pa
 from pydantic import Field
 
-from forenset.backends.edit_strength import StrengthRules, measure
+from forenset.backends.edit_strength import StrengthRules, codec_explained, measure
 from forenset.backends.llm import LLMSettings
 from forenset.backends.llm.types import ChatRequest
-from forenset.backends.rule_judge import RULE_VERSION, judge_measured
+from forenset.backends.rule_judge import RULE_VERSION, judge_measured, wants_codec
 from forenset.images import decode_rgb
 from forenset.schemas.judgments import CARRY, SCHEMA
 from forenset.tasks.base import ShardSpec, dumps
@@ -169,8 +169,8 @@ class Judgments(StrategyStage[JudgmentsConfig]):
     name = "judgments"
     config_model = JudgmentsConfig
     # 5: rules-v3 (per-kind aggregate change, "no visible change possible"); 6: rules-v4;
-    # 7: rules-v5 (``located_ratio`` measured)
-    version = "7"
+    # 7: rules-v5 (``located_ratio`` measured); 8: rules-v6 (the codec test, when on)
+    version = "8"
     inputs = ("diffs",)
     input_columns = CARRY + ("grounding",)
     output_schema = SCHEMA
@@ -195,6 +195,11 @@ def rule_record(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(measurements, rule judge record) of one pair: the stage's and the bench's path."""
     m = measure(real, fake, instruction, cfg.strength)
-    return m, judge_measured(
-        instruction, m, cfg.strength, offtarget_dominance=cfg.offtarget_dominance
-    )
+    rec = judge_measured(instruction, m, cfg.strength, offtarget_dominance=cfg.offtarget_dominance)
+    if wants_codec(m, rec, cfg.strength):
+        # a weak-change DISCARD: does a re-encode of the source explain it? (measured only here)
+        m.update(codec_explained(real, fake, instruction, cfg.strength))
+        rec = judge_measured(
+            instruction, m, cfg.strength, offtarget_dominance=cfg.offtarget_dominance
+        )
+    return m, rec
