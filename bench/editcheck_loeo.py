@@ -58,6 +58,9 @@ CODEC_MISSING = (None, 0.01, 0.02, 0.04, 0.06, 0.08)
 # discard as partial or off-target: coverage under this (above every ``need`` of NEEDS) or any
 # requested / any change outside the target (``offtarget_min``)
 CODEC_GATE_COVERAGE = 0.6
+# rules-v6: the noise limit on the noise a re-encode of the source leaves (chosen with the
+# artefact limits); measured for every row whose noise residual is above the lowest limit
+CODEC_NOISE = (False, True)
 EXPECTED = {
     "good": "none",
     "missing": "edit_missing",
@@ -123,6 +126,7 @@ def measured(cands: list[Any]) -> list[dict[str, Any]]:
             m["coverage"] < CODEC_GATE_COVERAGE
             or m["outside_frac"] >= lim
             or m["outside_any"] >= lim
+            or m["noise_residual"] > min(NOISE)
         ):
             m.update(codec_explained(c.real, c.fake, ins))
         rows.append({"c": c, "fault": c.fault, "op": c.op, "ins": ins, "m": m})
@@ -148,6 +152,7 @@ def rules_with(base: StrengthRules, choice: dict[str, Any]) -> StrengthRules:
         "reached_not_offtarget",
         "located_partial",
         "codec_missing",
+        "codec_noise",
     ):
         if k in choice:
             update[k] = choice[k]
@@ -171,13 +176,14 @@ def choose(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The grid's choice on ``rows``: artefact limits first, then each class on its own rows."""
     base = StrengthRules()
     best: tuple[int, float, dict[str, Any]] | None = None
-    for noise, cast, low in itertools.product(NOISE, CAST, MISSING):
+    for noise, cast, low, cn in itertools.product(NOISE, CAST, MISSING, CODEC_NOISE):
         arts = {"noise_residual": noise, "colour_cast": cast}
-        rules = rules_with(base, {"artefacts": arts, "missing_below": low})
-        e = errors(rows, rules)
-        key = (e, noise + cast + low)  # ties: the stricter (lower) limits
+        part = {"artefacts": arts, "missing_below": low, "codec_noise": cn}
+        e = errors(rows, rules_with(base, part))
+        # ties: the stricter (lower) limits, and the codec test off
+        key = (e, noise + cast + low + cn)
         if best is None or key < best[:2]:
-            best = (e, noise + cast + low, {"artefacts": arts, "missing_below": low})
+            best = (e, noise + cast + low + cn, part)
     assert best is not None
     choice: dict[str, Any] = dict(best[2])
     # then the categories' rules (they move discards between categories, and off-target ones
@@ -297,7 +303,7 @@ def fmt(choice: dict[str, Any]) -> str:
         f"{choice['partial_above']}; missing_excess {choice['missing_excess']}; "
         f"reached_not_offtarget {choice['reached_not_offtarget']}; "
         f"located_partial {choice.get('located_partial')}; "
-        f"codec_missing {choice.get('codec_missing')}"
+        f"codec_missing {choice.get('codec_missing')}; codec_noise {choice.get('codec_noise')}"
     )
     return "; ".join(parts) + extra
 

@@ -150,6 +150,10 @@ class StrengthRules(BaseModel):
     # (``codec_weak``), the target shows no faint change above the background (``codec_faint``
     # < ``partial_above``) and nothing located is left outside it (``codec_piece``). null: off
     codec_missing: float | None = Field(None, ge=0, le=1)
+    # rules-v6: the noise limit applies to the noise a re-encode of the source does not explain
+    # (``codec_noise``): a candidate re-encoded by its editor carries quantisation noise outside
+    # the target that the noise residual reads as added noise. false: off
+    codec_noise: bool = False
     margin: float = Field(0.06, ge=0, le=0.5)  # around the target, neither inside nor outside
 
     @model_validator(mode="after")
@@ -348,6 +352,7 @@ def codec_explained(
         "codec_weak": m["weak_coverage"],
         "codec_faint": m["faint_excess"],
         "codec_piece": max(m["outside_piece"], m["outside_any_piece"]),
+        "codec_noise": m["noise_residual"],
     }
 
 

@@ -145,7 +145,8 @@ def judge_measured(
     stands ``located_partial`` times above its surroundings (``located_ratio``) is partial.
     rules-v6: a partial or off-target DISCARD of a re-encoded candidate whose difference a
     re-encode of the source explains (``codec_weak`` < ``codec_missing``, no faint change above
-    the background, nothing located left outside) is missing."""
+    the background, nothing located left outside) is missing; with ``codec_noise`` the noise
+    limit applies to the noise that re-encode leaves (``codec_noise``)."""
     ch = m["change"]
     r = rules.changes[ch]
     box = max(1e-6, float(m["box_area"]))
@@ -157,6 +158,8 @@ def judge_measured(
     penalty = min(1.0, out / box)
     final = max(0.0, match - 0.5 * penalty)
     art = {k: float(m[k]) for k, lim in rules.artefacts.items() if float(m[k]) > lim}
+    if "noise_residual" in art and codec_explains_noise(m, rules):
+        del art["noise_residual"]  # a re-encode's quantisation noise, not added noise
     # the change elsewhere must be located (one piece of a fifth-ish of the target's size), not
     # a re-encode's speckle; measurements from before rules-v4 lack the pieces: located
     piece = rules.offtarget_located * box
@@ -261,13 +264,31 @@ def judge_measured(
 
 def wants_codec(m: dict[str, Any], rec: dict[str, Any], rules: StrengthRules) -> bool:
     """Whether the codec test (``edit_strength.codec_explained``) can change ``rec``: the
-    rule is on, the verdict a weak-change DISCARD and the codec not measured yet (the cost of
-    the re-encodes is paid for these rows only)."""
+    codec not measured yet, and a weak-change DISCARD (``codec_missing`` on) or a noise
+    artefact (``codec_noise`` on) — the cost of the re-encodes is paid for these rows only."""
+    if "codec" in m or rec["verdict"] != "DISCARD":
+        return False
+    if rules.codec_missing is not None and rec["failure_category"] in CODEC_CATEGORIES:
+        return True
+    lim = rules.artefacts.get("noise_residual")
     return (
-        rules.codec_missing is not None
-        and rec["verdict"] == "DISCARD"
-        and rec["failure_category"] in CODEC_CATEGORIES
-        and "codec" not in m
+        rules.codec_noise
+        and rec["failure_category"] == "severe_artifacts"
+        and lim is not None
+        and float(m.get("noise_residual", 0.0)) > lim
+    )
+
+
+def codec_explains_noise(m: dict[str, Any], rules: StrengthRules) -> bool:
+    """rules-v6: the noise residual over the limit is a re-encode's (``codec_noise``, the
+    residual left once the best re-encode of the source is taken out, is within it)."""
+    lim = rules.artefacts.get("noise_residual")
+    return (
+        rules.codec_noise
+        and lim is not None
+        and m.get("codec") not in (None, "none")
+        and m.get("codec_noise") is not None
+        and float(m["codec_noise"]) <= lim
     )
 
 

@@ -120,3 +120,34 @@ def test_a_large_image_is_read_in_a_window_around_the_target(checker):
     # an edit far from the target, outside the window, still counts (measured on the whole)
     away = reencode(blend(big, 1.0, [0.0, 0.0, 0.08, 0.08]), "WEBP", 90)
     assert codec_explained(big, away, ins)["codec_piece"] > 0.003
+
+
+@pytest.fixture(scope="module")
+def photo():
+    """A yellow-green textured field."""
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 1, (96, 96, 3)).astype(np.float32)
+    base = np.array([170, 180, 40], np.float32)
+    return np.clip(base + 12 * cv2.GaussianBlur(noise, (0, 0), 1.0), 0, 255).astype(np.uint8)
+
+
+def test_a_re_encodes_quantisation_noise_is_not_an_artefact(checker, photo):
+    noise_only = {"blockiness": 9.0, "noise_residual": 1.8, "colour_cast": 9.0}
+    off = JudgmentsConfig(strength=StrengthRules(artefacts=noise_only))
+    on = JudgmentsConfig(strength=StrengthRules(artefacts=noise_only, codec_noise=True))
+    # a complete recolour, re-encoded: the codec's requantisation of the checker's edges
+    # reads as noise outside the target
+    good = reencode(blend(checker, 1.0, BOX), "JPEG", 90)
+    m, rec = rule_record(checker, good, RECOLOUR, off)
+    assert m["noise_residual"] > 1.8 and rec["failure_category"] == "severe_artifacts"
+    assert "codec" not in m
+    m, rec = rule_record(checker, good, RECOLOUR, on)
+    assert m["codec"] == "JPEG 90" and m["codec_noise"] <= 1.8, m
+    assert rec["verdict"] == "KEEP", rec
+    # added noise is not explained by any re-encode
+    rng = np.random.default_rng(1)
+    noisy = blend(photo, 1.0, BOX) + rng.normal(0, 6, photo.shape[:2])[..., None]
+    noisy = np.clip(noisy, 0, 255).astype(np.uint8)
+    m, rec = rule_record(photo, noisy, RECOLOUR, on)
+    assert (rec["verdict"], rec["failure_category"]) == ("DISCARD", "severe_artifacts"), m
+    assert m["codec_noise"] > 1.8, m
