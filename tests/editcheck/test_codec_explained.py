@@ -151,3 +151,13 @@ def test_a_re_encodes_quantisation_noise_is_not_an_artefact(checker, photo):
     m, rec = rule_record(photo, noisy, RECOLOUR, on)
     assert (rec["verdict"], rec["failure_category"]) == ("DISCARD", "severe_artifacts"), m
     assert m["codec_noise"] > 1.8, m
+
+
+def test_the_shipped_default_reads_a_re_encode_as_missing(checker):
+    assert StrengthRules().codec_missing == 0.04 and not StrengthRules().codec_noise
+    fake = reencode(checker, "WEBP", 92)
+    # (the shipped noise limit reads this re-encode of the checker as noise: out of the way)
+    cfg = JudgmentsConfig(strength=StrengthRules(artefacts=ART))
+    m, rec = rule_record(checker, fake, REMOVAL, cfg)
+    assert (rec["verdict"], rec["failure_category"]) == ("DISCARD", "edit_missing"), rec
+    assert m["codec"] == "WEBP 92" and rec["rule_version"] == "rules-v6"
