@@ -259,7 +259,9 @@ CODEC_MAX_PIXELS = 512 * 512
 def reencode(img: np.ndarray, fmt: str, quality: int) -> np.ndarray:
     """``img`` (RGB uint8) encoded as ``fmt`` at ``quality`` with Pillow and decoded again."""
     buf = io.BytesIO()
-    Image.fromarray(img).save(buf, format=fmt, quality=int(quality))
+    Image.fromarray(np.ascontiguousarray(img, dtype=np.uint8)).save(
+        buf, format=fmt, quality=int(quality)
+    )
     buf.seek(0)
     return np.asarray(Image.open(buf).convert("RGB"))
 
