@@ -25,6 +25,28 @@ def test_readme_runs_the_suite_on_every_core_with_xdist_from_the_dev_extra():
     )
 
 
+def test_auto_starts_three_workers_per_two_cores_unless_xdist_is_told_otherwise(monkeypatch):
+    """``-n auto`` oversubscribes the cores by half (tests/conftest.py): the suite waits on
+    subprocesses and servers for about half its seconds. xdist's own variable still wins."""
+    from tests import conftest
+
+    one_core = {min(os.sched_getaffinity(0))}
+    for cores, workers in ((1, 2), (2, 3), (4, 6), (16, 24)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)))
+        assert conftest.pytest_xdist_auto_num_workers(None) == workers
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "5")
+    assert conftest.pytest_xdist_auto_num_workers(None) is None  # xdist's hook reads the 5
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    p = subprocess.run(  # on one core xdist alone would start 1 worker; the hook gives 2
+        [sys.executable, "-m", "pytest", "-n", "auto", "-p", "no:cacheprovider",
+         "tests/core/test_layers.py::test_no_import_cycles"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: os.sched_setaffinity(0, one_core),
+    )  # fmt: skip
+    assert "created: 2/2 workers" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
+
+
 def collected(*args: str) -> set[str]:
     p = subprocess.run(
         [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *args, KILL],

