@@ -122,13 +122,13 @@ def bradley_terry(
 
     The likelihood: ties count as half a win each, and each player also plays one virtual tie
     against a fixed reference of strength 1 (rating 1200), so an unbeaten or winless player stays
-    finite. It is maximised by Hunter's MM updates, each followed by the exact maximisation over
-    one common shift of all log-strengths (only the virtual games fix that shift, so plain MM
-    moves it by a factor close to 1 per step: ~33,000 steps at 3,000 games of 7 players, and a
-    fixed 2,000 left all ratings shifted together by 13-58 points in our checks). It iterates until no log-strength moves by
-    more than ``tol``; a fit that does not get there in ``max_iters`` raises
-    :class:`NotConverged` rather than returning a rating that is not the fit. Order-free."""
-    from scipy.optimize import brentq
+    finite and the log-likelihood is strictly concave. It is maximised by Newton's method with
+    step halving (an ascent at every step), until no log-strength moves by more than ``tol``;
+    a fit that does not get there in ``max_iters`` raises :class:`NotConverged` rather than
+    returning a rating that is not the fit. Newton takes ~5-10 steps where Hunter's MM updates
+    took hundreds (plain MM moves the common shift of all log-strengths by a factor close to 1
+    per step: ~33,000 steps at 3,000 games of 7 players), which mattered in the bootstrap (one
+    fit per draw). Order-free: only the per-player wins and per-pair game counts enter."""
     from scipy.special import expit
 
     names = sorted(set(players) | {p for g in games for p in (g.first, g.second)})
@@ -147,16 +147,30 @@ def bradley_terry(
         wins[b] += 1 - s
         pairs[a, b] += 1
         pairs[b, a] += 1
+
+    def loglik(t: np.ndarray) -> float:
+        both = np.logaddexp(t[:, None], t[None, :])
+        return float(wins @ t - 0.5 * np.sum(pairs * both) - np.sum(np.logaddexp(t, 0.0)))
+
     theta = np.zeros(n)  # log-strengths
+    here = loglik(theta)
+    step = math.inf
     for _ in range(max_iters):
-        p = np.exp(theta)
-        denom = (pairs / (p[:, None] + p[None, :])).sum(axis=1) + 1.0 / (p + 1.0)
-        mm = np.log(wins / denom)
-        # the shift c maximising the virtual games' likelihood: sum_i (1/2 - sigmoid(t_i + c)) = 0
-        c = brentq(lambda c, t: float(np.sum(0.5 - expit(t + c))), -60.0, 60.0, (mm,), 1e-15)
-        new = mm + c
+        sig = expit(theta[:, None] - theta[None, :])  # P(i beats j)
+        own = expit(theta)  # P(i beats the reference)
+        grad = wins - np.sum(pairs * sig, axis=1) - own
+        curv = pairs * sig * (1.0 - sig)
+        hess = curv - np.diag(curv.sum(axis=1) + own * (1.0 - own))  # negative definite
+        delta = np.linalg.solve(-hess, grad)
+        alpha = 1.0
+        while True:  # halve until the likelihood does not fall (it is concave: a step exists)
+            new = theta + alpha * delta
+            there = loglik(new)
+            if there >= here - 1e-12 * abs(here) or alpha < 1e-10:
+                break
+            alpha *= 0.5
         step = float(np.max(np.abs(new - theta)))
-        theta = new
+        theta, here = new, there
         if step < tol:
             break
     else:
