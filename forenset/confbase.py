@@ -15,6 +15,7 @@ fingerprinted, so changing it recomputes the stage and what follows.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -64,6 +65,12 @@ def find_userinfo(data: Any, prefix: str = "") -> tuple[str, str] | None:
             if masked:
                 return key or "(top level)", masked
     return None
+
+
+def repeated(names: Sequence[str]) -> list[str]:
+    """The names that occur more than once, sorted: every config list keyed by name refuses
+    them with its own sentence."""
+    return sorted({n for n in names if names.count(n) > 1})
 
 
 class Strict(BaseModel):

@@ -17,6 +17,7 @@ from pydantic import AfterValidator
 from forenset.backends.image import factory
 from forenset.backends.image.base import EditRequest, GenerateRequest, ImageBackend, ImageResult
 from forenset.backends.image.generator import GeneratorConfig
+from forenset.confbase import repeated
 from forenset.errors import ConfigurationError
 from forenset.images import encode_png
 from forenset.schemas.candidates import SCHEMA
@@ -49,9 +50,9 @@ PROMPT_FIELDS = ("prompt_uid", "prompt", "category", "scenario_id", "media_form"
 
 def _unique_names(generators: list[GeneratorConfig]) -> list[GeneratorConfig]:
     names = [g.name for g in generators]
-    dup = {n for n in names if names.count(n) > 1}
+    dup = repeated(names)
     if dup:
-        raise ValueError(f"generator names must be unique (repeated: {', '.join(sorted(dup))})")
+        raise ValueError(f"generator names must be unique (repeated: {', '.join(dup)})")
     return generators
 
 

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from forenset.backends.llm.types import LLMSettings
 from forenset.benchmarks.common.responders import ResponderConfig, responder_list_item
 from forenset.benchmarks.common.scoring.intervals import IntervalsConfig
-from forenset.confbase import Strict, operational
+from forenset.confbase import Strict, operational, repeated
 
 AUTHOR_TEMPLATE = "fakebench_fault_finding"
 ANSWER_TEMPLATES = ("fakebench_question", "fakebench_inference")
@@ -86,7 +86,7 @@ class FakeBenchConfig(Strict):
     @classmethod
     def _unique(cls, v: list[Any]) -> list[Any]:
         names = [m.name for m in v]
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = repeated(names)
         if dup:
             raise ValueError(f"fakebench model names must be unique; {dup} repeated")
         return v

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from forenset.benchmarks.common.responders import ResponderConfig, responder_list_item
 from forenset.benchmarks.common.scoring.intervals import IntervalsConfig
-from forenset.confbase import Strict, operational
+from forenset.confbase import Strict, operational, repeated
 
 Benchmark = Literal["fakeclue", "loki", "sofake_ood", "aigi_holmes"]
 Task = Literal["judgement", "multiple_choice", "explanation"]
@@ -54,7 +54,7 @@ class PublicConfig(Strict):
     @classmethod
     def _one_each(cls, v: list[PublicBenchmark]) -> list[PublicBenchmark]:
         names = [b.name for b in v]
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = repeated(names)
         if dup:
             raise ValueError(f"public benchmarks must be listed once each; {dup} repeated")
         return v
@@ -63,7 +63,7 @@ class PublicConfig(Strict):
     @classmethod
     def _unique(cls, v: list[Any]) -> list[Any]:
         names = [m.name for m in v]
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = repeated(names)
         if dup:
             raise ValueError(f"public model names must be unique; {dup} repeated")
         return v

@@ -12,7 +12,7 @@ from forenset.backends.llm.types import LLMSettings
 from forenset.benchmarks.common.responders import ResponderConfig, make, responder_list_item
 from forenset.benchmarks.common.scoring.intervals import IntervalsConfig
 from forenset.benchmarks.reward.scorers.metrics import K_DEFAULT
-from forenset.confbase import Strict
+from forenset.confbase import Strict, repeated
 
 REAL = "real"
 NAME = r"^[A-Za-z0-9_.\-]+$"
@@ -107,7 +107,7 @@ class RewardConfig(Strict):
     @classmethod
     def _unique(cls, v: list[Any]) -> list[Any]:
         names = [x.name for x in v]
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = repeated(names)
         if dup:
             raise ValueError(f"names must be unique (repeated: {', '.join(dup)})")
         if REAL in names:
