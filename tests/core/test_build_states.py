@@ -162,6 +162,7 @@ app(sys.argv[1:])
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("prefect_api")
 def test_piped_build_prints_periodic_progress_and_says_why_it_failed(tmp_path):
     cfg = _small(tmp_path / "run")
     path = tmp_path / "c.yaml"

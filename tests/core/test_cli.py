@@ -71,6 +71,7 @@ def noop_build(path: Path, run: Path) -> subprocess.CompletedProcess:
     return p
 
 
+@pytest.mark.usefixtures("prefect_api")
 def test_build_query_status_and_noop_rerun(tmp_path, cfg_file):
     path, _ = cfg_file
     run = tmp_path / "run"

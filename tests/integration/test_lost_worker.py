@@ -23,7 +23,8 @@ from tests.conftest import small_config_dict
 from tests.helpers import all_rows, run_local
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+# CLI builds report to this worker's Prefect server (conftest.py: prefect_api)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
 
 BOUND_S = 600  # the whole build, kill included: it ends (completes or fails) by then
 

@@ -24,7 +24,8 @@ from forenset.stages import stage_names
 from forenset.store.run_store import RunStore
 from tests.helpers import rows, run_local
 
-pytestmark = pytest.mark.slow
+# CLI builds report to this worker's Prefect server (conftest.py: prefect_api)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
 
 ROOT = Path(__file__).resolve().parents[2]
 

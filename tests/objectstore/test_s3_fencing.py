@@ -8,6 +8,9 @@ from forenset.store.run_store import RunStore
 from forenset.store.storage import StorageConfig, StorageError
 from tests.reliability.test_rel_storage import _cli, _fencing
 
+# CLI builds report to this worker's Prefect server (conftest.py: prefect_api)
+pytestmark = pytest.mark.usefixtures("prefect_api")
+
 
 def test_fencing_on_s3(s3):
     _fencing(RunStore(f"s3://{s3.bucket}/run", StorageConfig(lock_lease_s=5)))

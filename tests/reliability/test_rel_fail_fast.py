@@ -15,6 +15,9 @@ from forenset.scheduler import BuildFailed
 from tests.helpers import run_local
 from tests.reliability.clikit import tiny_config_dict
 
+# CLI builds report to this worker's Prefect server (conftest.py: prefect_api)
+pytestmark = pytest.mark.usefixtures("prefect_api")
+
 MISSING = {
     "name": "sd-missing",
     "backend": "diffusers",

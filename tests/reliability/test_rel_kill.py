@@ -1,8 +1,10 @@
 """SIGKILL of the whole build process group at seeded-random points, then resume.
 
-The CLI runs in its own session and the kill takes its process group, so Prefect's ephemeral
-API server dies with it, as when a node dies. Each resume must converge to the rows of an
-uninterrupted run, leave no temporaries and no live process behind.
+The CLI runs in its own session and the kill takes its process group, as when a node dies.
+The builds report to a long-lived Prefect API server (this test worker's, as on a cluster),
+which keeps each killed flow run as Running: every resume must still converge to the rows of
+an uninterrupted run, leave no temporaries and no live process behind. That a killed build's
+*ephemeral* server dies with it is test_ephemeral's and test_cli's kill test.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from forenset.seeds import rng_for
 from forenset.store.run_store import RunStore
 from tests.helpers import all_rows
 from tests.reliability.clikit import committed, kill_group, reference, start_build, write_config
+
+# CLI builds report to this worker's Prefect server (conftest.py: prefect_api)
+pytestmark = pytest.mark.usefixtures("prefect_api")
 
 
 @pytest.mark.parametrize(

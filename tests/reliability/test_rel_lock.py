@@ -8,6 +8,9 @@ from forenset.store.run_store import RunStore
 from tests.helpers import all_rows
 from tests.reliability.clikit import reference, start_build, write_config
 
+# CLI builds report to this worker's Prefect server (conftest.py: prefect_api)
+pytestmark = pytest.mark.usefixtures("prefect_api")
+
 
 @pytest.mark.slow  # two CLI builds, each with its own Prefect server
 def test_two_concurrent_builds_one_runs(tmp_path):

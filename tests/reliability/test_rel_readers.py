@@ -410,6 +410,7 @@ main()
 """
 
 
+@pytest.mark.usefixtures("prefect_api")
 def test_disk_full_during_partial_export_is_one_sentence(tmp_path):
     """issue 40: a full disk while a build with failed shards writes its partial export
     printed Prefect's traceback before ``error: cannot write to run directory …``. The flow now

@@ -29,6 +29,9 @@ from forenset.store.storage import StorageConfig, StorageError, open_fs
 from forenset.strict import YAMLTooLarge, load_yaml
 from tests.conftest import small_config_dict
 
+# CLI builds report to this worker's Prefect server (conftest.py: prefect_api)
+pytestmark = pytest.mark.usefixtures("prefect_api")
+
 KEY_ID = "AKIAIOSFODNN7EXAMPLE"
 SECRET = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
 USERINFO_URL = f"https://{KEY_ID}:{SECRET}@minio.internal:9000/"
