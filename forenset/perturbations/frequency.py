@@ -5,7 +5,15 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .registry import OpParams, choice_field, register, run_albumentations, sev_field, to_u8
+from .registry import (
+    OpParams,
+    albumentations,
+    choice_field,
+    register,
+    run_albumentations,
+    sev_field,
+    to_u8,
+)
 
 
 def _radius(h: int, w: int) -> np.ndarray:
@@ -36,7 +44,7 @@ def ringing_overshoot(
     img: np.ndarray, *, rng: np.random.Generator, ksize: int, cutoff: float
 ) -> np.ndarray:
     """Sinc-filter ringing around edges (albumentations RingingOvershoot, fixed values)."""
-    import albumentations as A
+    A = albumentations()
 
     t = A.RingingOvershoot(blur_limit=(int(ksize), int(ksize)), cutoff=(cutoff, cutoff), p=1)
     return run_albumentations(t, img, rng)

@@ -8,7 +8,14 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .registry import OpParams, choice_field, register, run_albumentations, sev_field
+from .registry import (
+    OpParams,
+    albumentations,
+    choice_field,
+    register,
+    run_albumentations,
+    sev_field,
+)
 
 BORDER = cv2.BORDER_REFLECT_101
 
@@ -32,7 +39,7 @@ def affine(
     translate: float,
 ) -> np.ndarray:
     """Rotation + scale + shear + translation (albumentations Affine, fixed values)."""
-    import albumentations as A
+    A = albumentations()
 
     r = rotate_sign * rotate
     t = A.Affine(
@@ -91,7 +98,7 @@ def optical_distortion(
     img: np.ndarray, *, rng: np.random.Generator, k: float, sign: int
 ) -> np.ndarray:
     """Barrel / pincushion lens distortion (albumentations OpticalDistortion, fixed)."""
-    import albumentations as A
+    A = albumentations()
 
     v = sign * k
     t = A.OpticalDistortion(distort_limit=(v, v), border_mode=BORDER, p=1)
@@ -107,7 +114,7 @@ def grid_distortion(
     img: np.ndarray, *, rng: np.random.Generator, limit: float, num_steps: int
 ) -> np.ndarray:
     """Piecewise grid warp (albumentations GridDistortion, seeded from rng)."""
-    import albumentations as A
+    A = albumentations()
 
     t = A.GridDistortion(
         num_steps=int(num_steps), distort_limit=(-limit, limit), border_mode=BORDER, p=1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import corruptions as C
-from .registry import OpParams, register, run_albumentations, sev_field, to_u8
+from .registry import OpParams, albumentations, register, run_albumentations, sev_field, to_u8
 
 
 def _f(img: np.ndarray) -> np.ndarray:
@@ -57,7 +57,7 @@ def iso_noise(
     img: np.ndarray, *, rng: np.random.Generator, color_shift: float, intensity: float
 ) -> np.ndarray:
     """Camera ISO noise (albumentations ISONoise, fixed values, seeded from rng)."""
-    import albumentations as A
+    A = albumentations()
 
     t = A.ISONoise(color_shift=(color_shift, color_shift), intensity=(intensity, intensity), p=1)
     return run_albumentations(t, img, rng)

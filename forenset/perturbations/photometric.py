@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from . import corruptions as C
-from .registry import OpParams, choice_field, register, run_albumentations, sev_field, to_u8
+from .registry import (
+    OpParams,
+    albumentations,
+    choice_field,
+    register,
+    run_albumentations,
+    sev_field,
+    to_u8,
+)
 
 
 def _f(img: np.ndarray) -> np.ndarray:
@@ -47,7 +55,7 @@ class GammaParams(OpParams):
 
 def gamma(img: np.ndarray, *, rng: np.random.Generator, delta: float, sign: int) -> np.ndarray:
     """Gamma curve, gamma = (100 +- delta) / 100 (albumentations RandomGamma, fixed)."""
-    import albumentations as A
+    A = albumentations()
 
     g = 100.0 + sign * delta
     return run_albumentations(A.RandomGamma(gamma_limit=(g, g), p=1), img, rng)
@@ -60,7 +68,7 @@ class HueShiftParams(OpParams):
 
 def hue_shift(img: np.ndarray, *, rng: np.random.Generator, hue: float, sign: int) -> np.ndarray:
     """Rotate hue by +-``hue`` (OpenCV hue units, albumentations HueSaturationValue)."""
-    import albumentations as A
+    A = albumentations()
 
     h = sign * hue
     t = A.HueSaturationValue(
@@ -78,7 +86,7 @@ def clahe(
     img: np.ndarray, *, rng: np.random.Generator, clip_limit: float, tiles: int
 ) -> np.ndarray:
     """Contrast-limited adaptive histogram equalisation (albumentations CLAHE, fixed)."""
-    import albumentations as A
+    A = albumentations()
 
     t = A.CLAHE(clip_limit=(clip_limit, clip_limit), tile_grid_size=(tiles, tiles), p=1)
     return run_albumentations(t, img, rng)
@@ -104,7 +112,7 @@ def chromatic_aberration(
     img: np.ndarray, *, rng: np.random.Generator, primary: float, secondary: float, mode: str
 ) -> np.ndarray:
     """Lateral chromatic aberration (albumentations ChromaticAberration, fixed)."""
-    import albumentations as A
+    A = albumentations()
 
     t = A.ChromaticAberration(
         primary_distortion_limit=(primary, primary),

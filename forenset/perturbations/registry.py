@@ -174,6 +174,20 @@ def child_seed(rng: np.random.Generator) -> int:
     return int(rng.integers(0, 2**32 - 1))
 
 
+def albumentations() -> Any:
+    """The ``albumentations`` module, imported with its update check off. On import it asks
+    pypi.org for a newer version (2 s timeout): on an offline or firewalled node that is one
+    "Error fetching version info" warning, or a 2 s wait, per process, and where PyPI answers a
+    "new version available" warning beside a pinned 2.0.8. ``NO_ALBUMENTATIONS_UPDATE`` is the
+    library's only switch; a value the user set is kept."""
+    import os
+
+    os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
+    import albumentations as A
+
+    return A
+
+
 def run_albumentations(transform: Any, img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Run one albumentations transform (built with fixed values) seeded from ``rng``."""
     transform.set_random_seed(child_seed(rng))

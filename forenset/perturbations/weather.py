@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from . import corruptions as C
-from .registry import OpParams, choice_field, register, run_albumentations, sev_field, to_u8
+from .registry import (
+    OpParams,
+    albumentations,
+    choice_field,
+    register,
+    run_albumentations,
+    sev_field,
+    to_u8,
+)
 
 
 class FogParams(OpParams):
@@ -50,7 +58,7 @@ def rain(
     img: np.ndarray, *, rng: np.random.Generator, brightness: float, blur: int, rain_type: str
 ) -> np.ndarray:
     """Rain streaks (albumentations RandomRain, fixed values, seeded from rng)."""
-    import albumentations as A
+    A = albumentations()
 
     t = A.RandomRain(
         slant_range=(-10, 10),
@@ -72,7 +80,7 @@ def spatter(
     img: np.ndarray, *, rng: np.random.Generator, intensity: float, cutout: float, mode: str
 ) -> np.ndarray:
     """Lens spatter, rain drops or mud (albumentations Spatter, seeded from rng)."""
-    import albumentations as A
+    A = albumentations()
 
     t = A.Spatter(
         intensity=(intensity, intensity), cutout_threshold=(cutout, cutout), mode=mode, p=1
@@ -89,7 +97,7 @@ def sun_flare(
     img: np.ndarray, *, rng: np.random.Generator, radius: float, circles: int
 ) -> np.ndarray:
     """Sun flare with ghost circles (albumentations RandomSunFlare; radius as side fraction)."""
-    import albumentations as A
+    A = albumentations()
 
     r = max(2, int(radius * max(img.shape[:2])))
     t = A.RandomSunFlare(src_radius=r, num_flare_circles_range=(int(circles), int(circles)), p=1)
@@ -105,7 +113,7 @@ def shadow(
     img: np.ndarray, *, rng: np.random.Generator, intensity: float, count: int
 ) -> np.ndarray:
     """Polygonal cast shadows (albumentations RandomShadow, seeded from rng)."""
-    import albumentations as A
+    A = albumentations()
 
     t = A.RandomShadow(
         shadow_roi=(0, 0, 1, 1),

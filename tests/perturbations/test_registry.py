@@ -115,3 +115,38 @@ def test_placement_follows_step4_and_appendix12() -> None:
     assert {first[n] for n in ("affine", "ringing_overshoot", "unsharp_halo")} == {"test"}
     val_new = {op.family for op in REGISTRY.values() if op.first_split == "validation"}
     assert {"adversarial", "weather", "propagation"} <= val_new
+
+
+def test_albumentations_ops_never_ask_pypi_for_updates(tmp_path) -> None:
+    """albumentations asks pypi.org for a newer version on import: offline, that is a warning
+    per process (a 2 s wait where packets are dropped). An op run in a fresh interpreter with
+    every proxy pointing at a closed port warns nothing and reaches no server; a value the user
+    set for the library's switch is kept."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:  # a port that refuses: every request through it fails at once
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    code = (
+        "import os, sys, warnings, numpy as np\n"
+        "warnings.simplefilter('error' if sys.argv[1:] == ['strict'] else 'default')\n"
+        "from forenset.perturbations import REGISTRY\n"
+        "from forenset.seeds import rng_for\n"
+        "op = REGISTRY['affine']\n"
+        "img = np.full((32, 32, 3), 120, np.uint8)\n"
+        "op.apply(img, op.sample_params(op.first_split, rng_for('p'), (0.5, 0.5)), rng_for('a'))\n"
+        "print(os.environ['NO_ALBUMENTATIONS_UPDATE'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NO_ALBUMENTATIONS_UPDATE"}
+    env.update(https_proxy=closed, HTTPS_PROXY=closed, http_proxy=closed, HTTP_PROXY=closed)
+    unset = subprocess.run([sys.executable, "-c", code, "strict"], env=env, capture_output=True, text=True,
+                           timeout=120)  # fmt: skip
+    assert unset.returncode == 0 and unset.stdout.strip() == "1", unset.stderr[-2000:]
+    assert "version info" not in unset.stderr and "Warning" not in unset.stderr
+    kept = subprocess.run([sys.executable, "-c", code], env={**env, "NO_ALBUMENTATIONS_UPDATE": "0"},
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    # the user's own value wins: albumentations then checks, and (offline) says so
+    assert kept.stdout.strip() == "0" and "Error fetching version info" in kept.stderr
