@@ -39,6 +39,9 @@ NEEDS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55)
 FULLS = (None, 0.4, 0.5, 0.6, 0.7)
 EXTENTS = (None, 0.3, 0.35, 0.4, 0.45)
 SHARES = (0.6, 0.7, 0.8)
+# rules-v7 (texture only): the touched part's share changed as far as it allowed
+# (``relative_share``), with ``extent``; None: off
+RELATIVES = (None, 0.7, 0.75, 0.8, 0.85, 0.9)
 NOISE = (1.0, 1.2, 1.4, 1.6, 1.8)
 CAST = (2.0, 2.5, 3.0, 4.0)
 MISSING = (0.04, 0.08, 0.12, 0.16)
@@ -137,9 +140,15 @@ def rules_with(base: StrengthRules, choice: dict[str, Any]) -> StrengthRules:
     changes = {k: r.model_copy() for k, r in base.changes.items()}
     for ch in CLASSES:
         if ch in choice:
-            need, full, extent, share = choice[ch]
+            need, full, extent, share, relative = choice[ch]
             changes[ch] = changes[ch].model_copy(
-                update={"need": need, "full": full, "extent": extent, "share": share}
+                update={
+                    "need": need,
+                    "full": full,
+                    "extent": extent,
+                    "share": share,
+                    "relative": relative,
+                }
             )
     arts = dict(base.artefacts)
     arts.update(choice.get("artefacts", {}))
@@ -221,12 +230,22 @@ def choose(rows: list[dict[str, Any]]) -> dict[str, Any]:
         sub = [r for r in rows if r["m"]["change"] == ch]
         scored = [
             (errors(sub, rules_with(base, {**choice, ch: p})), p)
-            for p in itertools.product(NEEDS, FULLS, EXTENTS, SHARES)
+            for p in itertools.product(NEEDS, FULLS, EXTENTS, SHARES, (None,))
         ]
         low = min(e for e, _ in scored)
         tied = [p for e, p in scored if e == low]
         # ties: the middle of the tied range (the widest margin on both sides)
         choice[ch] = tied[(len(tied) - 1) // 2]
+    # rules-v7: the texture class's relative share (after its class grid, which it only
+    # refines: a partial DISCARD whose touched part changed as far as it allowed is kept)
+    sub = [r for r in rows if r["m"]["change"] == "texture"]
+    scored_r = [
+        (errors(sub, rules_with(base, {**choice, "texture": (*choice["texture"][:4], x)})), x)
+        for x in RELATIVES
+    ]
+    low_e = min(e for e, _ in scored_r)
+    tied_r = [x for e, x in scored_r if e == low_e]
+    choice["texture"] = (*choice["texture"][:4], tied_r[(len(tied_r) - 1) // 2])
     return choice
 
 
@@ -295,6 +314,7 @@ def show(title: str, r: dict[str, Any]) -> None:
 def fmt(choice: dict[str, Any]) -> str:
     parts = [
         f"{ch}: need {c[0]}, full {c[1]}, extent {c[2]}, share {c[3]}"
+        + (f", relative {c[4]}" if ch == "texture" else "")
         for ch, c in ((ch, choice[ch]) for ch in CLASSES)
     ]
     extra = (
