@@ -98,6 +98,10 @@ class ChangeRule(BaseModel):
     # ``RELATIVE_LEVEL`` of its own energy — a smooth fill of a low-contrast area changes
     # little in absolute terms, but takes all the structure there was); null: off
     relative: float | None = Field(None, gt=0, le=1)
+    # rules-v7, blur only: complete also when the box's textured pixels lost this share of
+    # their gradient energy along the most-blurred direction (``directional_change``: a motion
+    # blur removes the energy along its line and keeps the rest); null: off
+    directional: float | None = Field(None, gt=0, le=1)
 
 
 def default_rules() -> dict[str, ChangeRule]:
@@ -474,6 +478,28 @@ def relative_share(r: dict[str, Any], strong: np.ndarray, touched: np.ndarray) -
     return float(full[touched].mean())
 
 
+# ``directional_change`` (rules-v7): the directions tried (over 180°)
+DIRECTIONS = 16
+
+
+def directional_change(ga: np.ndarray, gb: np.ndarray, sel: np.ndarray) -> float:
+    """The share of the gradient energy (3x3 Sobel of L*) over ``sel`` removed along the
+    direction that lost the most: a motion blur flattens what runs across its line and keeps
+    what runs along it, so its isotropic loss is about half; a weak blend of a blur loses
+    little in every direction."""
+    if not sel.any():
+        return 0.0
+    gxa, gya = cv2.Sobel(ga, cv2.CV_32F, 1, 0)[sel], cv2.Sobel(ga, cv2.CV_32F, 0, 1)[sel]
+    gxb, gyb = cv2.Sobel(gb, cv2.CV_32F, 1, 0)[sel], cv2.Sobel(gb, cv2.CV_32F, 0, 1)[sel]
+    best = 0.0
+    for k in range(DIRECTIONS):
+        c, s = np.cos(np.pi * k / DIRECTIONS), np.sin(np.pi * k / DIRECTIONS)
+        ea = float(((c * gxa + s * gya) ** 2).sum())
+        eb = float(((c * gxb + s * gyb) ** 2).sum())
+        best = max(best, 1 - eb / max(ea, 1e-6))
+    return float(np.clip(best, 0.0, 1.0))
+
+
 def _box_mask(box: list[float], h: int, w: int, margin: float = 0.0) -> np.ndarray:
     m = np.zeros((h, w), bool)
     x0, y0 = int(max(0.0, box[0] - margin) * w), int(max(0.0, box[1] - margin) * h)
@@ -585,6 +611,9 @@ def measure(
         extra["relative_share"] = round(
             relative_share(r, resp >= 1, region & (touch >= rule.weak)), 4
         )
+    if change == "blur":
+        gray_a, gray_b = r["gray"]
+        extra["directional_change"] = round(directional_change(gray_a, gray_b, region), 4)
     out_sel = resp[outside] if outside.any() else np.zeros(1)
     out_strong = float((out_sel >= 1).sum()) / (h * w)  # of the image
     out_spread = float((out_sel >= 1).mean())  # of the outside area

@@ -18,7 +18,8 @@ from forenset.backends.edit_strength import StrengthRules
 # partial against the image's background, off-target only for a located change; v5: a located
 # smooth change makes a "missing" partial; v6: a weak-change DISCARD that a re-encode of the
 # source explains is missing; v7: a texture change whose touched part changed as far as it
-# allowed (``relative_share``, with ``extent``) is complete
+# allowed (``relative_share``, with ``extent``) is complete, and a blur that removed the
+# gradient energy along one direction (``directional_change``: a motion blur)
 RULE_VERSION = "rules-v7"
 # the categories of a weak-change DISCARD that the codec test (rules-v6) may read as missing
 CODEC_CATEGORIES = ("edit_partial", "off_target")
@@ -150,7 +151,9 @@ def judge_measured(
     limit applies to the noise that re-encode leaves (``codec_noise``). rules-v7: a texture
     change is also complete when ``extent`` of the target was touched and ``relative`` of the
     touched part changed as far as it allowed (``relative_share``: a removal of a low-contrast
-    area takes all its structure with a small absolute change)."""
+    area takes all its structure with a small absolute change), and a blur when
+    ``directional`` of the gradient energy along its most-blurred direction is gone
+    (``directional_change``: a motion blur keeps what runs along its line)."""
     ch = m["change"]
     r = rules.changes[ch]
     box = max(1e-6, float(m["box_area"]))
@@ -218,6 +221,17 @@ def judge_measured(
         why = (
             f"the target's {ch} change as a whole is complete ({KIND_MEASURE[ch]} {kc:.2f}, "
             f"need {r.full:.2f}), {out * 100:.2f}% of the image changed outside"
+        )
+    elif (
+        r.directional is not None
+        and m.get("directional_change") is not None
+        and float(m["directional_change"]) >= r.directional
+    ):
+        verdict, cat = "KEEP", "none"
+        why = (
+            f"the target's {ch} change as a whole is complete along one direction (gradient "
+            f"energy removed {float(m['directional_change']):.2f}, need {r.directional:.2f}), "
+            f"{out * 100:.2f}% of the image changed outside"
         )
     elif r.extent is not None and weak >= r.extent and cov >= r.share * weak:
         verdict, cat = "KEEP", "none"
