@@ -9,7 +9,9 @@ all rows; then (rules-v4) ``offtarget_located`` x ``partial_above`` x ``missing_
 ``codec_missing`` over all rows; then per change class (colour, luminance, texture, blur) ``need`` (per-pixel coverage
 of the target) x ``full`` (the kind's aggregate change over the target, or none) x ``extent``
 / ``share`` (the touched part of the target, and the share of it fully changed) on that
-class's rows. Each choice has the fewest errors on the tuning editors (good edits discarded,
+class's rows; then (rules-v7) the texture class's ``relative`` (``relative_share``) and the
+blur class's ``directional`` (``directional_change``), each on its class's rows with the rest
+fixed. Each choice has the fewest errors on the tuning editors (good edits discarded,
 faults kept, discarded faults given the wrong category); ties: the stricter limits, and the
 middle of the tied range per class. The report then runs the full judgments -> verdicts path
 (``offline_check``) with the chosen configuration on the held-out editor.
@@ -39,6 +41,12 @@ NEEDS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55)
 FULLS = (None, 0.4, 0.5, 0.6, 0.7)
 EXTENTS = (None, 0.3, 0.35, 0.4, 0.45)
 SHARES = (0.6, 0.7, 0.8)
+# rules-v7 (texture only): the touched part's share changed as far as it allowed
+# (``relative_share``), with ``extent``; None: off
+RELATIVES = (None, 0.7, 0.75, 0.8, 0.85, 0.9)
+# rules-v7 (blur only): gradient energy removed along the most-blurred direction
+# (``directional_change``); None: off
+DIRECTIONALS = (None, 0.6, 0.65, 0.7, 0.75, 0.8)
 NOISE = (1.0, 1.2, 1.4, 1.6, 1.8)
 CAST = (2.0, 2.5, 3.0, 4.0)
 MISSING = (0.04, 0.08, 0.12, 0.16)
@@ -137,10 +145,18 @@ def rules_with(base: StrengthRules, choice: dict[str, Any]) -> StrengthRules:
     changes = {k: r.model_copy() for k, r in base.changes.items()}
     for ch in CLASSES:
         if ch in choice:
-            need, full, extent, share = choice[ch]
+            need, full, extent, share, relative = choice[ch]
             changes[ch] = changes[ch].model_copy(
-                update={"need": need, "full": full, "extent": extent, "share": share}
+                update={
+                    "need": need,
+                    "full": full,
+                    "extent": extent,
+                    "share": share,
+                    "relative": relative,
+                }
             )
+    if "directional" in choice:
+        changes["blur"] = changes["blur"].model_copy(update={"directional": choice["directional"]})
     arts = dict(base.artefacts)
     arts.update(choice.get("artefacts", {}))
     update: dict[str, Any] = {"changes": changes, "artefacts": arts}
@@ -221,12 +237,30 @@ def choose(rows: list[dict[str, Any]]) -> dict[str, Any]:
         sub = [r for r in rows if r["m"]["change"] == ch]
         scored = [
             (errors(sub, rules_with(base, {**choice, ch: p})), p)
-            for p in itertools.product(NEEDS, FULLS, EXTENTS, SHARES)
+            for p in itertools.product(NEEDS, FULLS, EXTENTS, SHARES, (None,))
         ]
         low = min(e for e, _ in scored)
         tied = [p for e, p in scored if e == low]
         # ties: the middle of the tied range (the widest margin on both sides)
         choice[ch] = tied[(len(tied) - 1) // 2]
+    # rules-v7: the texture class's relative share (after its class grid, which it only
+    # refines: a partial DISCARD whose touched part changed as far as it allowed is kept)
+    sub = [r for r in rows if r["m"]["change"] == "texture"]
+    scored_r = [
+        (errors(sub, rules_with(base, {**choice, "texture": (*choice["texture"][:4], x)})), x)
+        for x in RELATIVES
+    ]
+    low_e = min(e for e, _ in scored_r)
+    tied_r = [x for e, x in scored_r if e == low_e]
+    choice["texture"] = (*choice["texture"][:4], tied_r[(len(tied_r) - 1) // 2])
+    # rules-v7: the blur class's directional change (after its class grid, likewise)
+    sub = [r for r in rows if r["m"]["change"] == "blur"]
+    scored_d = [
+        (errors(sub, rules_with(base, {**choice, "directional": x})), x) for x in DIRECTIONALS
+    ]
+    low_e = min(e for e, _ in scored_d)
+    tied_d = [x for e, x in scored_d if e == low_e]
+    choice["directional"] = tied_d[(len(tied_d) - 1) // 2]
     return choice
 
 
@@ -295,6 +329,7 @@ def show(title: str, r: dict[str, Any]) -> None:
 def fmt(choice: dict[str, Any]) -> str:
     parts = [
         f"{ch}: need {c[0]}, full {c[1]}, extent {c[2]}, share {c[3]}"
+        + (f", relative {c[4]}" if ch == "texture" else "")
         for ch, c in ((ch, choice[ch]) for ch in CLASSES)
     ]
     extra = (
@@ -303,7 +338,8 @@ def fmt(choice: dict[str, Any]) -> str:
         f"{choice['partial_above']}; missing_excess {choice['missing_excess']}; "
         f"reached_not_offtarget {choice['reached_not_offtarget']}; "
         f"located_partial {choice.get('located_partial')}; "
-        f"codec_missing {choice.get('codec_missing')}; codec_noise {choice.get('codec_noise')}"
+        f"codec_missing {choice.get('codec_missing')}; codec_noise {choice.get('codec_noise')}; "
+        f"blur directional {choice.get('directional')}"
     )
     return "; ".join(parts) + extra
 

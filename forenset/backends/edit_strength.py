@@ -92,6 +92,16 @@ class ChangeRule(BaseModel):
     # its box, changed fully); null: off
     extent: float | None = Field(None, gt=0, le=1)
     share: float = Field(0.7, gt=0, le=1)
+    # rules-v7, texture only: complete also when at least ``extent`` of the target was visibly
+    # touched and this share of the touched part changed as far as it allowed
+    # (``relative_share``: the ``strong`` response, or its fine structure taken away by
+    # ``RELATIVE_LEVEL`` of its own energy — a smooth fill of a low-contrast area changes
+    # little in absolute terms, but takes all the structure there was); null: off
+    relative: float | None = Field(None, gt=0, le=1)
+    # rules-v7, blur only: complete also when the box's textured pixels lost this share of
+    # their gradient energy along the most-blurred direction (``directional_change``: a motion
+    # blur removes the energy along its line and keeps the rest); null: off
+    directional: float | None = Field(None, gt=0, le=1)
 
 
 def default_rules() -> dict[str, ChangeRule]:
@@ -442,6 +452,54 @@ def kind_change(change: str, r: dict[str, Any], sel: np.ndarray) -> float:
     return float(np.minimum(r["maps"][change][sel], 1).mean())
 
 
+# ``relative_share`` (rules-v7): a pixel's fine structure (L* minus its σ 2 blur) counts as
+# replaced as far as it allowed when the local energy of its change reaches ``RELATIVE_LEVEL``
+# of the source's own local energy plus ``RELATIVE_FLOOR`` (L*²; a flat, noise-free area has
+# nothing to replace) and the candidate has no more fine structure there than the source: a
+# blend at α toward a smooth fill gives α², so a full removal (α ≥ 0.8) reaches it and a weak
+# one (α ≤ 0.4) does not; structure added (a paste) is the absolute response's call
+RELATIVE_LEVEL = 0.5
+RELATIVE_FLOOR = 0.5
+
+
+def relative_share(r: dict[str, Any], strong: np.ndarray, touched: np.ndarray) -> float:
+    """The share of ``touched`` (the target's visibly touched pixels) changed as far as each
+    allowed: the ``strong`` response, or the fine structure taken away relative to the
+    source's own (``RELATIVE_LEVEL``, no structure added): an inpaint of a low-contrast area
+    removes all the structure that was there with a small absolute change; a weak blend keeps
+    most of it."""
+    if not touched.any():
+        return 0.0
+    fa, fb = r["fine"]
+    ea = cv2.GaussianBlur(fa * fa, (0, 0), 2.0)
+    eb = cv2.GaussianBlur(fb * fb, (0, 0), 2.0)
+    ed = cv2.GaussianBlur((fb - fa) ** 2, (0, 0), 2.0)
+    full = strong | ((ed >= RELATIVE_LEVEL * (ea + RELATIVE_FLOOR)) & (eb <= ea))
+    return float(full[touched].mean())
+
+
+# ``directional_change`` (rules-v7): the directions tried (over 180°)
+DIRECTIONS = 16
+
+
+def directional_change(ga: np.ndarray, gb: np.ndarray, sel: np.ndarray) -> float:
+    """The share of the gradient energy (3x3 Sobel of L*) over ``sel`` removed along the
+    direction that lost the most: a motion blur flattens what runs across its line and keeps
+    what runs along it, so its isotropic loss is about half; a weak blend of a blur loses
+    little in every direction."""
+    if not sel.any():
+        return 0.0
+    gxa, gya = cv2.Sobel(ga, cv2.CV_32F, 1, 0)[sel], cv2.Sobel(ga, cv2.CV_32F, 0, 1)[sel]
+    gxb, gyb = cv2.Sobel(gb, cv2.CV_32F, 1, 0)[sel], cv2.Sobel(gb, cv2.CV_32F, 0, 1)[sel]
+    best = 0.0
+    for k in range(DIRECTIONS):
+        c, s = np.cos(np.pi * k / DIRECTIONS), np.sin(np.pi * k / DIRECTIONS)
+        ea = float(((c * gxa + s * gya) ** 2).sum())
+        eb = float(((c * gxb + s * gyb) ** 2).sum())
+        best = max(best, 1 - eb / max(ea, 1e-6))
+    return float(np.clip(best, 0.0, 1.0))
+
+
 def _box_mask(box: list[float], h: int, w: int, margin: float = 0.0) -> np.ndarray:
     m = np.zeros((h, w), bool)
     x0, y0 = int(max(0.0, box[0] - margin) * w), int(max(0.0, box[1] - margin) * h)
@@ -548,6 +606,14 @@ def measure(
     cov = float((resp[region] >= 1).mean()) if n_in else 0.0
     touch = r["touched"][change]
     weak = float((touch[region] >= rule.weak).mean()) if n_in else 0.0
+    extra: dict[str, Any] = {}
+    if change == "texture":
+        extra["relative_share"] = round(
+            relative_share(r, resp >= 1, region & (touch >= rule.weak)), 4
+        )
+    if change == "blur":
+        gray_a, gray_b = r["gray"]
+        extra["directional_change"] = round(directional_change(gray_a, gray_b, region), 4)
     out_sel = resp[outside] if outside.any() else np.zeros(1)
     out_strong = float((out_sel >= 1).sum()) / (h * w)  # of the image
     out_spread = float((out_sel >= 1).mean())  # of the outside area
@@ -600,4 +666,5 @@ def measure(
         "blockiness": round(block, 4),
         "noise_residual": round(noise, 4),
         "colour_cast": round(cast, 4),
+        **extra,
     }

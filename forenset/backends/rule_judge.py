@@ -1,6 +1,6 @@
 """The offline alignment judges and the verdict aggregation.
 
-``judge_measured`` (rules-v6, the judgments stage's): decides from ``edit_strength``'s pixel
+``judge_measured`` (rules-v7, the judgments stage's): decides from ``edit_strength``'s pixel
 measurements — how much of the target reached the change its edit kind needs, the requested
 change outside it, image-wide artefacts — and names the failure with the deciding numbers.
 ``judge`` (rules-v1): the instruction's target box vs the listed difference regions' area,
@@ -17,8 +17,10 @@ from forenset.backends.edit_strength import StrengthRules
 # change over the target's capable pixels, and "no visible change possible"; v4: missing vs
 # partial against the image's background, off-target only for a located change; v5: a located
 # smooth change makes a "missing" partial; v6: a weak-change DISCARD that a re-encode of the
-# source explains is missing
-RULE_VERSION = "rules-v6"
+# source explains is missing; v7: a texture change whose touched part changed as far as it
+# allowed (``relative_share``, with ``extent``) is complete, and a blur that removed the
+# gradient energy along one direction (``directional_change``: a motion blur)
+RULE_VERSION = "rules-v7"
 # the categories of a weak-change DISCARD that the codec test (rules-v6) may read as missing
 CODEC_CATEGORIES = ("edit_partial", "off_target")
 # what ``kind_change`` measures per change class (for the rationale)
@@ -146,7 +148,12 @@ def judge_measured(
     rules-v6: a partial or off-target DISCARD of a re-encoded candidate whose difference a
     re-encode of the source explains (``codec_weak`` < ``codec_missing``, no faint change above
     the background, nothing located left outside) is missing; with ``codec_noise`` the noise
-    limit applies to the noise that re-encode leaves (``codec_noise``)."""
+    limit applies to the noise that re-encode leaves (``codec_noise``). rules-v7: a texture
+    change is also complete when ``extent`` of the target was touched and ``relative`` of the
+    touched part changed as far as it allowed (``relative_share``: a removal of a low-contrast
+    area takes all its structure with a small absolute change), and a blur when
+    ``directional`` of the gradient energy along its most-blurred direction is gone
+    (``directional_change``: a motion blur keeps what runs along its line)."""
     ch = m["change"]
     r = rules.changes[ch]
     box = max(1e-6, float(m["box_area"]))
@@ -215,12 +222,36 @@ def judge_measured(
             f"the target's {ch} change as a whole is complete ({KIND_MEASURE[ch]} {kc:.2f}, "
             f"need {r.full:.2f}), {out * 100:.2f}% of the image changed outside"
         )
+    elif (
+        r.directional is not None
+        and m.get("directional_change") is not None
+        and float(m["directional_change"]) >= r.directional
+    ):
+        verdict, cat = "KEEP", "none"
+        why = (
+            f"the target's {ch} change as a whole is complete along one direction (gradient "
+            f"energy removed {float(m['directional_change']):.2f}, need {r.directional:.2f}), "
+            f"{out * 100:.2f}% of the image changed outside"
+        )
     elif r.extent is not None and weak >= r.extent and cov >= r.share * weak:
         verdict, cat = "KEEP", "none"
         why = (
             f"{weak:.2f} of the target visibly changed (need {r.extent:.2f}) and "
             f"{cov / max(weak, 1e-6):.2f} of that reached the full {ch} change "
             f"(need {r.share:.2f}), {out * 100:.2f}% of the image changed outside"
+        )
+    elif (
+        r.relative is not None
+        and r.extent is not None
+        and weak >= r.extent
+        and m.get("relative_share") is not None
+        and float(m["relative_share"]) >= r.relative
+    ):
+        verdict, cat = "KEEP", "none"
+        why = (
+            f"{weak:.2f} of the target visibly changed (need {r.extent:.2f}) and "
+            f"{float(m['relative_share']):.2f} of that changed as far as it allowed: structure "
+            f"replaced (need {r.relative:.2f}), {out * 100:.2f}% of the image changed outside"
         )
     elif cov >= r.need * r.borderline or (r.full is not None and kc >= r.full * r.borderline):
         verdict, cat = "BORDERLINE", "edit_partial"

@@ -170,7 +170,9 @@ class Judgments(StrategyStage[JudgmentsConfig]):
     config_model = JudgmentsConfig
     # 5: rules-v3 (per-kind aggregate change, "no visible change possible"); 6: rules-v4;
     # 7: rules-v5 (``located_ratio`` measured); 8: rules-v6 (the codec test, when on)
-    version = "8"
+    # 9: rules-v7 (``relative_share`` measured for texture changes); 10: rules-v7 with
+    # ``directional_change`` measured for blurs
+    version = "10"
     inputs = ("diffs",)
     input_columns = CARRY + ("grounding",)
     output_schema = SCHEMA

@@ -12,7 +12,7 @@ from forenset.backends.edit_strength import (
     measure,
     reencode,
 )
-from forenset.backends.rule_judge import judge_measured
+from forenset.backends.rule_judge import RULE_VERSION, judge_measured
 from forenset.tasks.judgments import JudgmentsConfig, rule_record
 
 BOX = [0.3, 0.3, 0.7, 0.7]
@@ -160,4 +160,4 @@ def test_the_shipped_default_reads_a_re_encode_as_missing(checker):
     cfg = JudgmentsConfig(strength=StrengthRules(artefacts=ART))
     m, rec = rule_record(checker, fake, REMOVAL, cfg)
     assert (rec["verdict"], rec["failure_category"]) == ("DISCARD", "edit_missing"), rec
-    assert m["codec"] == "WEBP 92" and rec["rule_version"] == "rules-v6"
+    assert m["codec"] == "WEBP 92" and rec["rule_version"] == RULE_VERSION
