@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,11 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ["FORENSET_STRICT_ROWS"] = "1"  # to_table refuses ok rows missing a column
+# A suite started in the background by a non-interactive shell (`.ci/run &`, nohup) inherits
+# SIGINT ignored, and so would every CLI the tests start: the Ctrl-C tests would then test
+# nothing (the build ignores the signal and exits 0). Python's own handler, as in a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
