@@ -94,6 +94,15 @@ def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int 
     from 2 on, the second difference is left out (the fallback when numbers collide)."""
     main = [d for d in diffs if d.get("change_type") != "artifact"]
     noun, loc, _ = subject(ins, main)
+    if not main:  # kept by the strength test, no located change in the difference record
+        art = [d for d in diffs if d.get("change_type") == "artifact"]
+        level = art[0].get("magnitude") if art else None
+        if level is not None:
+            return _sentence(
+                f"{noun} was edited: high-frequency noise or blocking of about "
+                f"{float(level) * 100:.1f}% per pixel is spread across the image"
+            )
+        return _sentence(f"{noun} was edited, but no measurable pixel difference supports it")
     said = {where(p) for p in positions(noun)} | {loc}
     parts = []
     if variant % 2 == 0:
@@ -145,14 +154,24 @@ def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int 
         parts.append(
             _sentence(f"high-frequency noise or blocking{amount} is spread across the image")
         )
-    if not main and not art:
-        parts.append(_sentence("no measurable pixel difference supports the claim"))
     return " ".join(parts)
 
 
 def simple_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int = 0) -> str:
-    """One measured reason in plain words."""
+    """One measured reason in plain words. A kept edit whose difference record lists no
+    located change (the strength test kept it; the differencer found no region) says so rather
+    than pointing at a place nothing was measured in."""
     main = [d for d in diffs if d.get("change_type") != "artifact"]
+    if not main:
+        noun = subject(ins, main)[0]
+        art = [d for d in diffs if d.get("change_type") == "artifact"]
+        level = art[0].get("magnitude") if art else None
+        if level is not None:
+            return _sentence(
+                f"{noun} was edited; the only measured difference is high-frequency noise or "
+                f"blocking of about {float(level) * 100:.1f}% per pixel, spread across the image"
+            )
+        return _sentence(f"{noun} was edited, but no measurable pixel difference shows where")
     noun, loc, _ = subject(ins, main)
     ct = str(main[0].get("change_type")) if main else ""
     reason = PLAIN.get(ct, "it does not match the rest of the picture")

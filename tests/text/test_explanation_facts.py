@@ -32,10 +32,12 @@ def row_of(ins: dict, diffs: list[dict]) -> dict:
 
 
 def test_fake_texts_state_only_measured_facts_and_repeat_nothing():
-    n = 0
+    """Also where the difference record lists no located change (or only an artefact): the
+    strength test can keep such an edit (seen in the eval example after rules-v8), and its
+    texts then say that nothing located was measured instead of naming a place."""
+    n = empty = 0
     for ins, diffs in cases():
-        if not [d for d in diffs if d["change_type"] != "artifact"]:
-            continue  # nothing measured in the region: no fact to state (never a kept fake)
+        empty += not [d for d in diffs if d["change_type"] != "artifact"]
         row = row_of(ins, diffs)
         for v in (0, 1, 2):
             for kind, text in (
@@ -44,7 +46,7 @@ def test_fake_texts_state_only_measured_facts_and_repeat_nothing():
             ):
                 assert unsupported(kind, text, row, None) == [], text
                 n += 1
-    assert n > 1000
+    assert n > 1000 and empty > 0
 
 
 def test_a_target_naming_its_place_is_not_located_twice():
