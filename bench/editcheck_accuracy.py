@@ -18,9 +18,10 @@ other). Each candidate is measured once (``edit_strength.measure``); a small gri
 judge's thresholds (bench/editcheck_loeo.py) is chosen on two editors (fewest errors: good
 edits discarded, faults kept, wrong categories), and the figures are reported on the third, every editor
 in turn: per held-out editor and per edit kind, good edits falsely discarded, DISCARD
-precision / recall (BORDERLINE kept), category accuracy, with n. Then the shipped defaults
-(chosen with ``--mode tune`` on bench/independent_edits.py sets 1, 3, 4, 5 and these editors'
-seed-1 sets) on each editor's pooled sets but seed 1, which no choice has seen.
+precision / recall (BORDERLINE kept), category accuracy, with n. Then the same grid on all
+three editors' rows, checked against the shipped defaults (rules-v8: that choice at
+``--min-per-kind 80 --max-sets 10``), and the shipped defaults on bench/independent_edits.py
+sets 1-7, an editor their choice never saw.
 
     python bench/editcheck_accuracy.py --mode leave-one-editor-out [--seed 1] [--size 192]
         [--min-per-kind 40] [--max-sets 8] [--quick]
@@ -30,7 +31,7 @@ has ``--min-per-kind`` good edits (``--quick``: one set), and the per-kind false
 is printed with its 95 % Wilson interval.
 
 ``--mode tune``: the same grid on bench/independent_edits.py's sets ``--tune-seeds`` plus
-``--tune-editors``' sets of ``--seed``: how the shipped thresholds were chosen.
+``--tune-editors``' sets of ``--seed``: how the rules-v3 to v7 shipped thresholds were chosen.
 
 ``--mode faulty``: builds the sample photos through the offline pipeline with a faulty generator (known failures
 injected at configured rates) beside a healthy one, then compares the verdicts with the truth:

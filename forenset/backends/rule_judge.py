@@ -1,6 +1,6 @@
 """The offline alignment judges and the verdict aggregation.
 
-``judge_measured`` (rules-v7, the judgments stage's): decides from ``edit_strength``'s pixel
+``judge_measured`` (rules-v8, the judgments stage's): decides from ``edit_strength``'s pixel
 measurements — how much of the target reached the change its edit kind needs, the requested
 change outside it, image-wide artefacts — and names the failure with the deciding numbers.
 ``judge`` (rules-v1): the instruction's target box vs the listed difference regions' area,
@@ -20,7 +20,8 @@ from forenset.backends.edit_strength import StrengthRules
 # source explains is missing; v7: a texture change whose touched part changed as far as it
 # allowed (``relative_share``, with ``extent``) is complete, and a blur that removed the
 # gradient energy along one direction (``directional_change``: a motion blur)
-RULE_VERSION = "rules-v7"
+# rules-v8: rules-v7's rule with the defaults chosen on all three bench editors (edit_strength)
+RULE_VERSION = "rules-v8"
 # the categories of a weak-change DISCARD that the codec test (rules-v6) may read as missing
 CODEC_CATEGORIES = ("edit_partial", "off_target")
 # what ``kind_change`` measures per change class (for the rationale)

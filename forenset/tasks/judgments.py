@@ -171,8 +171,9 @@ class Judgments(StrategyStage[JudgmentsConfig]):
     # 5: rules-v3 (per-kind aggregate change, "no visible change possible"); 6: rules-v4;
     # 7: rules-v5 (``located_ratio`` measured); 8: rules-v6 (the codec test, when on)
     # 9: rules-v7 (``relative_share`` measured for texture changes); 10: rules-v7 with
-    # ``directional_change`` measured for blurs
-    version = "10"
+    # ``directional_change`` measured for blurs; 11: rules-v8 (the defaults chosen on all three
+    # bench editors)
+    version = "11"
     inputs = ("diffs",)
     input_columns = CARRY + ("grounding",)
     output_schema = SCHEMA

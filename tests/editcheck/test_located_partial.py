@@ -57,7 +57,9 @@ def test_weak_blend_read_as_missing_is_partial(photo):
     m = measure(photo, jpeg(toward_grey(photo, 0.3, in_box(photo.shape, CORE))), INS)
     # the artefact limits out of the way: this is about the category of a weak edit
     art = {"blockiness": 9.0, "noise_residual": 9.0, "colour_cast": 9.0}
-    rules = StrengthRules(missing_excess=0.08, partial_above=0.3, artefacts=art)
+    rules = StrengthRules(
+        missing_excess=0.08, partial_above=0.3, artefacts=art, located_partial=None
+    )
     without = judge_measured(INS, m, rules, offtarget_dominance=1.0)
     # the hue barely turned, so the background rule reads it as nothing: missing
     assert (without["verdict"], without["failure_category"]) == ("DISCARD", "edit_missing")
