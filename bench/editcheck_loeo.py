@@ -376,16 +376,18 @@ INDEPENDENT_SETS = (1, 2, 3, 4, 5, 6, 7)
 
 def differences(a: StrengthRules, b: StrengthRules) -> list[str]:
     """The settings in which ``a`` and ``b`` differ, as ``path: a vs b``."""
-    da, db = a.model_dump(), b.model_dump()
-    out = []
-    for k in sorted(set(da) | set(db)):
-        if isinstance(da.get(k), dict) and isinstance(db.get(k), dict):
-            for j in sorted(set(da[k]) | set(db[k])):
-                if da[k].get(j) != db[k].get(j):
-                    out.append(f"{k}.{j}: {da[k].get(j)} vs {db[k].get(j)}")
-        elif da.get(k) != db.get(k):
-            out.append(f"{k}: {da.get(k)} vs {db.get(k)}")
-    return out
+
+    def flat(d: Any, pre: str = "") -> dict[str, Any]:
+        if not isinstance(d, dict):
+            return {pre: d}
+        return {k: v for j, x in d.items() for k, v in flat(x, f"{pre}.{j}" if pre else j).items()}
+
+    fa, fb = flat(a.model_dump()), flat(b.model_dump())
+    return [
+        f"{k}: {fa.get(k)} vs {fb.get(k)}"
+        for k in sorted(set(fa) | set(fb))
+        if fa.get(k) != fb.get(k)
+    ]
 
 
 def leave_one_editor_out(args: Any) -> None:
