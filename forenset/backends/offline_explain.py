@@ -102,7 +102,10 @@ def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int 
                 f"{noun} was edited: high-frequency noise or blocking of about "
                 f"{float(level) * 100:.1f}% per pixel is spread across the image"
             )
-        return _sentence(f"{noun} was edited, but no measurable pixel difference supports it")
+        return _sentence(
+            f"{noun} was edited, but no measurable pixel difference locates the change anywhere "
+            "in the frame"
+        )
     said = {where(p) for p in positions(noun)} | {loc}
     parts = []
     if variant % 2 == 0:
@@ -171,7 +174,9 @@ def simple_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int =
                 f"{noun} was edited; the only measured difference is high-frequency noise or "
                 f"blocking of about {float(level) * 100:.1f}% per pixel, spread across the image"
             )
-        return _sentence(f"{noun} was edited, but no measurable pixel difference shows where")
+        return _sentence(
+            f"{noun} was edited, but no measurable pixel difference shows where in the picture"
+        )
     noun, loc, _ = subject(ins, main)
     ct = str(main[0].get("change_type")) if main else ""
     reason = PLAIN.get(ct, "it does not match the rest of the picture")

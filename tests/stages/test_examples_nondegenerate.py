@@ -252,6 +252,8 @@ def test_example_explanations_have_no_defects(name, builds):
     sentence states a fact its row measured (tests/text/explanation_facts.py)."""
     store, _, _ = builds["build"](name)
     assert [r for r in rows(store, "explanations") if r["status"] == "ok"]
+    # a text the stage's own validator refuses is an error row, not a shipped explanation
+    assert [r["error"] for r in rows(store, "explanations") if r["status"] != "ok"] == []
     assert build_defects(store) == []
 
 
@@ -270,4 +272,5 @@ def test_default_demo_explanations_have_no_defects(tmp_path):
     assert not [s for s, st in stats.items() if st.failed], stats
     kinds = Counter(r["kind"] for r in rows(store, "explanations") if r["status"] == "ok")
     assert kinds["complex"] and kinds["simple"] and kinds["authenticity"], kinds
+    assert [r["error"] for r in rows(store, "explanations") if r["status"] != "ok"] == []
     assert build_defects(store) == []

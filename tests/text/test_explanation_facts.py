@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import skimage.data
 
-from forenset.backends.offline_explain import authenticity, complex_fake, simple_fake
+from forenset.backends.offline_explain import authenticity, complex_fake, simple_fake, subject
 from forenset.config import validate_config
 from forenset.store.run_store import RunStore
 from forenset.tasks.base import StageContext
@@ -31,20 +31,27 @@ def row_of(ins: dict, diffs: list[dict]) -> dict:
     return {"instruction": json.dumps(ins), "differences": json.dumps(diffs), "entities": None}
 
 
-def test_fake_texts_state_only_measured_facts_and_repeat_nothing():
+def test_fake_texts_state_only_measured_facts_and_repeat_nothing(tmp_path):
     """Also where the difference record lists no located change (or only an artefact): the
     strength test can keep such an edit (seen in the eval example after rules-v8), and its
-    texts then say that nothing located was measured instead of naming a place."""
+    texts then say that nothing located was measured instead of naming a place. Every text
+    also passes the stage's own validator (length, entity, no repeated phrase), or the
+    build would record it as an error row."""
+    cfg = validate_config(small_config_dict(tmp_path / "run"))
+    stage = Explanations(StageContext(RunStore(str(cfg.run_dir)), cfg))
     n = empty = 0
     for ins, diffs in cases():
-        empty += not [d for d in diffs if d["change_type"] != "artifact"]
+        main = [d for d in diffs if d["change_type"] != "artifact"]
+        empty += not main
         row = row_of(ins, diffs)
+        entity = subject(ins, main)[2]
         for v in (0, 1, 2):
             for kind, text in (
                 ("complex", complex_fake(ins, diffs, v)),
                 ("simple", simple_fake(ins, diffs, v)),
             ):
                 assert unsupported(kind, text, row, None) == [], text
+                assert stage.validate(kind, text, [entity]) == [], text
                 n += 1
     assert n > 1000 and empty > 0
 
