@@ -161,8 +161,8 @@ class StrengthRules(BaseModel):
     # re-encode of the source taken out, under this share of the target is still touched
     # (``codec_weak``), the target shows no faint change above the background (``codec_faint``
     # < ``partial_above``) and nothing located is left outside it (``codec_piece``). null: off.
-    # 0.04: the middle of the tied 0.01-0.08 on the rules-v3 tuning union, the other shipped
-    # thresholds fixed (59 -> 56 errors; docs/benchmarks.md, rules-v6)
+    # 0.08 since rules-v8 (0.04 in rules-v6 and v7: the middle of the tied 0.01-0.08 on the
+    # rules-v3 tuning union; docs/benchmarks.md)
     codec_missing: float | None = Field(0.08, ge=0, le=1)
     # rules-v6: the noise limit applies to the noise a re-encode of the source does not explain
     # (``codec_noise``): a candidate re-encoded by its editor carries quantisation noise outside

@@ -80,6 +80,13 @@ def subject(ins: dict[str, Any], main: list[dict[str, Any]]) -> tuple[str, str, 
     return "the image", "", "image"
 
 
+def artefact_level(diffs: list[dict[str, Any]]) -> float | None:
+    """The first artefact difference's magnitude (None: no artefact measured)."""
+    art = [d for d in diffs if d.get("change_type") == "artifact"]
+    level = art[0].get("magnitude") if art else None
+    return None if level is None else float(level)
+
+
 def _sentence(*parts: str) -> str:
     text = " ".join(p for p in parts if p).strip()
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
@@ -95,8 +102,7 @@ def complex_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int 
     main = [d for d in diffs if d.get("change_type") != "artifact"]
     noun, loc, _ = subject(ins, main)
     if not main:  # kept by the strength test, no located change in the difference record
-        art = [d for d in diffs if d.get("change_type") == "artifact"]
-        level = art[0].get("magnitude") if art else None
+        level = artefact_level(diffs)
         if level is not None:
             return _sentence(
                 f"{noun} was edited: high-frequency noise or blocking of about "
@@ -165,10 +171,9 @@ def simple_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int =
     located change (the strength test kept it; the differencer found no region) says so rather
     than pointing at a place nothing was measured in."""
     main = [d for d in diffs if d.get("change_type") != "artifact"]
+    noun, loc, _ = subject(ins, main)
     if not main:
-        noun = subject(ins, main)[0]
-        art = [d for d in diffs if d.get("change_type") == "artifact"]
-        level = art[0].get("magnitude") if art else None
+        level = artefact_level(diffs)
         if level is not None:
             return _sentence(
                 f"{noun} was edited; the only measured difference is high-frequency noise or "
@@ -177,10 +182,9 @@ def simple_fake(ins: dict[str, Any], diffs: list[dict[str, Any]], variant: int =
         return _sentence(
             f"{noun} was edited, but no measurable pixel difference shows where in the picture"
         )
-    noun, loc, _ = subject(ins, main)
-    ct = str(main[0].get("change_type")) if main else ""
+    ct = str(main[0].get("change_type"))
     reason = PLAIN.get(ct, "it does not match the rest of the picture")
-    if main and ct not in PLAIN:  # a type without plain words: its measured extent
+    if ct not in PLAIN:  # a type without plain words: its measured extent
         reason = f"about {float(main[0].get('area') or 0) * 100:.1f}% of the picture changed there"
     place = f"{noun} {loc}".strip()
     if variant % 2 == 0:
