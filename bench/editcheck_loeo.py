@@ -75,9 +75,9 @@ CODEC_GATE_COVERAGE = 0.6
 # artefact limits); measured for every row whose noise residual is above the lowest limit
 CODEC_NOISE = (False, True)
 # The grid's starting point: the thresholds shipped until rules-v8 (rules-v6's and v7's
-# defaults; the greedy grid fixes each stage's other settings from here, so its choice depends on it). Fixed
-# here, not read from the shipped defaults, so the leave-one-editor-out figures do not move
-# when the shipped defaults do: since rules-v8 the shipped defaults are this grid's choice on
+# defaults; the greedy grid fixes each stage's other settings from here, so its choice
+# depends on it). Fixed here, not read from the shipped defaults, so the leave-one-editor-out
+# figures do not move when the shipped defaults do: since rules-v8 the shipped defaults are this grid's choice on
 # all three editors' pooled sets (``--min-per-kind 80``), which the bench checks
 GRID_START = StrengthRules(
     changes={
